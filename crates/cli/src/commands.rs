@@ -1,0 +1,237 @@
+//! What each subcommand does.
+
+use crate::args::{CallArgs, Cli, Command, ServeArgs, ServerArgs, ToolsArgs};
+use anyhow::{Context, Result, bail};
+use serde_json::{Map, Value, json};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+use toolwright_protocol::{
+    CallToolResult, Implementation, ProtocolVersion, Tool as ToolDefinition,
+};
+use toolwright_server::{Config, FnTool, InputErrorMode, Server};
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Serve(a) => serve(a),
+        Command::Tools(a) => tools(a),
+        Command::Call(a) => call(a),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLWRIGHT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn build_server(a: &ServerArgs) -> Result<Server> {
+    if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
+        bail!("--call-timeout must be a positive number of seconds");
+    }
+    let mut roots = a.roots.clone();
+    if roots.is_empty() {
+        roots.push(std::env::current_dir().context("reading the current directory")?);
+    }
+    for r in &roots {
+        if !r.is_dir() {
+            bail!("--root {}: not a directory", r.display());
+        }
+    }
+    let mut config = Config {
+        call_timeout: Duration::from_secs_f64(a.call_timeout),
+        page_size: a.page_size.max(1),
+        roots,
+        ..Config::default()
+    };
+    config.limits.max_bytes = a.max_message_bytes;
+    config.limits.max_depth = a.max_depth;
+    if a.input_errors_as_protocol_errors {
+        config.input_errors = InputErrorMode::ProtocolError;
+    }
+    let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
+    info.title = Some("toolwright".into());
+    let server = Server::new(info, config);
+    toolwright_tools::register_all(&server, &toolwright_tools::Options::default())?;
+    if let Some(set) = &a.fixtures
+        && !toolwright_tools::fixtures::register(&server, set)?
+    {
+        bail!("unknown fixture set {set:?}");
+    }
+    for i in 0..a.bench_extra_tools {
+        server.register(synthetic_tool(i))?;
+    }
+    Ok(server)
+}
+
+/// A data-defined tool with a realistic schema, for tools/list benchmarks.
+fn synthetic_tool(i: usize) -> FnTool {
+    let def = json!({
+        "name": format!("bench_tool_{i:04}"),
+        "title": format!("Bench tool {i}"),
+        "description": "Looks up records matching a query and returns them as a list. Use it only in benchmarks.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Search query", "minLength": 1, "maxLength": 100},
+                "limit": {"type": "integer", "description": "Max results", "minimum": 1, "maximum": 100, "default": 10},
+                "format": {"type": "string", "description": "Output format", "enum": ["json", "csv", "xml"]},
+                "tags": {"type": "array", "description": "Filter by tags", "items": {"type": "string"}}
+            },
+            "required": ["query"]
+        },
+        "annotations": {"readOnlyHint": true, "openWorldHint": false}
+    });
+    FnTool::from_json(def, |args, _ctx| async move {
+        Ok(CallToolResult::content(vec![
+            toolwright_protocol::Content::text(args.to_string()),
+        ]))
+    })
+    .expect("the synthetic definition is valid")
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn serve(a: ServeArgs) -> Result<ExitCode> {
+    init_logging();
+    let server = build_server(&a.server)?;
+    let rt = runtime()?;
+    toolwright_server::serve_stdio(&server, rt.handle()).context("serving stdio")?;
+    rt.shutdown_timeout(Duration::from_millis(100));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn definitions(server: &Server) -> Vec<ToolDefinition> {
+    server
+        .tools()
+        .entries()
+        .iter()
+        .map(|e| e.definition.clone())
+        .collect()
+}
+
+fn tools(a: ToolsArgs) -> Result<ExitCode> {
+    let server = build_server(&a.server)?;
+    let defs = definitions(&server);
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let wire: Vec<Value> = defs
+            .iter()
+            .map(|d| d.to_wire(ProtocolVersion::LATEST))
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &json!({"tools": wire}))?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = defs.iter().map(|d| d.name.len()).max().unwrap_or(4).max(4);
+    writeln!(out, "{:width$}  {:5}  DESCRIPTION", "NAME", "HINTS")?;
+    for d in defs {
+        let h = d.hints();
+        let hints = format!(
+            "{}{}{}{}",
+            if h.read_only() { "R" } else { "w" },
+            if h.destructive() && !h.read_only() {
+                "D"
+            } else {
+                "-"
+            },
+            if h.idempotent() { "I" } else { "-" },
+            if h.open_world() { "O" } else { "-" }
+        );
+        let desc = d.description.as_deref().unwrap_or("");
+        let first = desc.split(". ").next().unwrap_or(desc);
+        writeln!(out, "{:width$}  {hints:5}  {first}", d.name)?;
+    }
+    writeln!(
+        out,
+        "\nHINTS: R read-only / w writes, D destructive, I idempotent, O open world"
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `key=value` pairs; a value that is valid JSON is taken as JSON.
+pub fn pairs_to_args(pairs: &[String]) -> Result<Value> {
+    let mut map = Map::new();
+    for p in pairs {
+        let Some((k, v)) = p.split_once('=') else {
+            bail!("argument {p:?} is not of the form key=value");
+        };
+        if k.is_empty() {
+            bail!("argument {p:?} has an empty key");
+        }
+        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()));
+        map.insert(k.to_owned(), value);
+    }
+    Ok(Value::Object(map))
+}
+
+fn call(a: CallArgs) -> Result<ExitCode> {
+    init_logging();
+    let args = match &a.json {
+        Some(j) => {
+            let v: Value = serde_json::from_str(j).context("--json is not valid JSON")?;
+            if !v.is_object() {
+                bail!("--json must be a JSON object");
+            }
+            v
+        }
+        None => pairs_to_args(&a.pairs)?,
+    };
+    let server = build_server(&a.server)?;
+    if server.tools().get(&a.tool).is_none() {
+        let names: Vec<String> = definitions(&server).into_iter().map(|d| d.name).collect();
+        bail!(
+            "unknown tool {:?}; the built-in tools are: {}",
+            a.tool,
+            names.join(", ")
+        );
+    }
+    let rt = runtime()?;
+    let request = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": a.tool, "arguments": args,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": ProtocolVersion::LATEST.as_str(),
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }
+    });
+    let reply = rt
+        .block_on(toolwright_server::dispatch::call_in_process(
+            &server, &request,
+        ))
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    let v: Value = serde_json::from_slice(&reply).context("reading the reply")?;
+    let mut out = std::io::stdout().lock();
+    if let Some(err) = v.get("error") {
+        writeln!(
+            std::io::stderr(),
+            "toolwright: {}",
+            err["message"].as_str().unwrap_or("error")
+        )?;
+        return Ok(ExitCode::from(2));
+    }
+    let result = &v["result"];
+    serde_json::to_writer_pretty(&mut out, result)?;
+    writeln!(out)?;
+    let failed = result
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

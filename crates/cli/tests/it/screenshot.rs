@@ -1,0 +1,1 @@
+//! take_screenshot tests (being written).

@@ -1,0 +1,1 @@
+//! search_files tests (being written).

@@ -1,0 +1,1 @@
+//! toolwright-http: Streamable HTTP (being written).

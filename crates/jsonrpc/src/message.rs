@@ -1,0 +1,279 @@
+//! Incoming messages: the types, the [`Limits`], and [`parse`], which
+//! applies the JSON-RPC envelope rules.
+
+use serde::Deserialize;
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use crate::envelope::{Envelope, Slot, Top};
+use crate::{ErrorObject, ErrorResponse, RequestId, scan};
+
+/// Size limits applied by [`parse`] before any JSON parsing happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest accepted message, in bytes (default 16 MiB).
+    pub max_bytes: usize,
+    /// The deepest accepted nesting of arrays and objects, counting the
+    /// top-level container as 1 (default 128). Anything within the limit
+    /// parses. Above 128, note that an error response's `data` is parsed
+    /// into a `serde_json::Value`, whose own limit of 128 levels still
+    /// applies: deeper `data` makes the error object invalid.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: 16 * 1024 * 1024,
+            max_depth: 128,
+        }
+    }
+}
+
+/// A request: a call that expects a response with the same `id`.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The id to answer with.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The parameters as unparsed JSON, always an object or an array.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification: a call without an `id`, which must not be answered.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The parameters as unparsed JSON, always an object or an array.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A response to a request this side sent.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request it answers.
+    pub id: RequestId,
+    /// The `result` as unparsed JSON (any JSON value, `null` included), or
+    /// the `error`.
+    pub outcome: Result<Box<RawValue>, ErrorObject>,
+}
+
+/// One incoming message, valid or not.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response with an id.
+    Response(Response),
+    /// A well-formed error response without a usable id: the `id` key is
+    /// absent, or `null` as plain JSON-RPC 2.0 allows. It reports that the
+    /// peer could not read something this side sent. It must never be
+    /// answered (answering would let two peers trade errors forever); log
+    /// it instead.
+    ErrorWithoutId(ErrorObject),
+    /// An object or batch item that breaks the envelope rules. Answer it
+    /// with `error`, echoing `id` when it is `Some` and omitting the id key
+    /// when it is `None`.
+    Invalid {
+        /// The message's id, when it was present and a valid id.
+        id: Option<RequestId>,
+        /// The error to send back (code -32600).
+        error: ErrorObject,
+    },
+}
+
+impl Message {
+    /// The id carried by the message, if any (for `Invalid`, the readable
+    /// id to echo).
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Message::Request(r) => Some(&r.id),
+            Message::Response(r) => Some(&r.id),
+            Message::Invalid { id, .. } => id.as_ref(),
+            Message::Notification(_) | Message::ErrorWithoutId(_) => None,
+        }
+    }
+}
+
+/// The result of [`parse`]: one message, a batch, or an error that applies
+/// to the whole input.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    /// A single JSON object.
+    Single(Message),
+    /// A non-empty JSON array; each element became a message, invalid
+    /// elements as [`Message::Invalid`].
+    Batch(Vec<Message>),
+    /// The input as a whole was rejected; send this back (it never has an
+    /// id).
+    Invalid(ErrorResponse),
+}
+
+fn whole_input(error: ErrorObject) -> Parsed {
+    Parsed::Invalid(ErrorResponse { id: None, error })
+}
+
+/// Parses one incoming JSON-RPC message or batch.
+///
+/// Checks, in order:
+///
+/// 1. More than `limits.max_bytes` bytes: -32600 `message too large`,
+///    without looking at the content.
+/// 2. Nesting deeper than `limits.max_depth` (a linear byte scan that
+///    understands strings and escapes, so it never recurses): -32600
+///    `message nested too deeply`. This is -32600 rather than -32700
+///    because the input is refused by policy, whether or not it is valid
+///    JSON.
+/// 3. Invalid UTF-8 or invalid JSON (including trailing characters): -32700
+///    with the parser's complaint.
+/// 4. A top level that is not an object or array: -32600; an empty array:
+///    -32600.
+///
+/// Each object (the top level or a batch element) is then read in one
+/// pass, and becomes [`Message::Invalid`] (code -32600, keeping a valid id
+/// when there is one) if: a key is repeated; `jsonrpc` is not exactly
+/// `"2.0"`; `id` is not an integer or a string (for example `null`, `1.5`
+/// or `true`; the id is then dropped); `method` is not a string; a request
+/// or notification carries `result` or `error`, or `params` that is not an
+/// object or array; a response has both `result` and `error`, no id, or an
+/// `error` without an integer `code` and a string `message`; or there is
+/// no `method`, `result` or `error`. Unknown keys are ignored. A batch
+/// element that is not an object is invalid with no id.
+///
+/// The one exception for ids: an error response whose `id` is absent or
+/// `null` is [`Message::ErrorWithoutId`], not invalid.
+pub fn parse(bytes: &[u8], limits: &Limits) -> Parsed {
+    if bytes.len() > limits.max_bytes {
+        return whole_input(
+            ErrorObject::invalid_request("message too large")
+                .with_data(json!({ "size": bytes.len(), "limit": limits.max_bytes })),
+        );
+    }
+    if scan::exceeds_depth(bytes, limits.max_depth) {
+        return whole_input(
+            ErrorObject::invalid_request("message nested too deeply")
+                .with_data(json!({ "maxDepth": limits.max_depth })),
+        );
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let at = e.valid_up_to();
+            return whole_input(ErrorObject::parse_error(format!(
+                "Parse error: invalid UTF-8 at byte {at}"
+            )));
+        }
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    // Every visitor accepts every JSON value, so any error here is a
+    // syntax error (or serde_json's recursion limit, also syntax).
+    let top = match Top::deserialize(&mut de).and_then(|top| de.end().map(|()| top)) {
+        Ok(top) => top,
+        Err(e) => return whole_input(ErrorObject::parse_error(format!("Parse error: {e}"))),
+    };
+    match top {
+        Top::Single(message) => Parsed::Single(message),
+        Top::Batch(items) if items.is_empty() => {
+            whole_input(ErrorObject::invalid_request("empty batch"))
+        }
+        Top::Batch(items) => Parsed::Batch(items),
+        Top::Scalar => whole_input(ErrorObject::invalid_request(
+            "message must be a JSON object or array",
+        )),
+    }
+}
+
+fn invalid(id: Option<RequestId>, message: &str) -> Message {
+    Message::Invalid {
+        id,
+        error: ErrorObject::invalid_request(message),
+    }
+}
+
+const BAD_ID: &str = "\"id\" must be a string or an integer";
+
+/// Applies the envelope rules to the members of one object.
+pub(crate) fn classify(env: Envelope) -> Message {
+    let Envelope {
+        version,
+        id,
+        method,
+        params,
+        result,
+        error,
+        duplicate,
+    } = env;
+    let (id, id_null, id_wrong) = match id {
+        Slot::Valid(id) => (Some(id), false, false),
+        Slot::Absent => (None, false, false),
+        Slot::Null => (None, true, false),
+        Slot::Wrong => (None, false, true),
+    };
+    if let Some(key) = duplicate {
+        return invalid(id, &format!("duplicate key \"{key}\""));
+    }
+    if !matches!(version, Slot::Valid(_)) {
+        return invalid(id, "\"jsonrpc\" must be exactly \"2.0\"");
+    }
+    let has_error = !matches!(error, Slot::Absent);
+    if !matches!(method, Slot::Absent) {
+        if id_null || id_wrong {
+            return invalid(None, BAD_ID);
+        }
+        let Slot::Valid(method) = method else {
+            return invalid(id, "\"method\" must be a string");
+        };
+        if result.is_some() || has_error {
+            return invalid(id, "a request must not carry \"result\" or \"error\"");
+        }
+        if let Some(p) = &params
+            && !matches!(p.get().as_bytes().first(), Some(b'{' | b'['))
+        {
+            return invalid(id, "\"params\" must be an object or an array");
+        }
+        return match id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None => Message::Notification(Notification { method, params }),
+        };
+    }
+    if result.is_some() && has_error {
+        return invalid(
+            id,
+            "a response must not carry both \"result\" and \"error\"",
+        );
+    }
+    if id_wrong || (id_null && result.is_some()) {
+        return invalid(None, BAD_ID);
+    }
+    if let Some(result) = result {
+        return match id {
+            Some(id) => Message::Response(Response {
+                id,
+                outcome: Ok(result),
+            }),
+            None => invalid(None, "a response must carry an \"id\""),
+        };
+    }
+    match error {
+        Slot::Valid(error) => match id {
+            Some(id) => Message::Response(Response {
+                id,
+                outcome: Err(error),
+            }),
+            None => Message::ErrorWithoutId(error),
+        },
+        Slot::Null | Slot::Wrong => invalid(
+            id,
+            "\"error\" must be an object with an integer \"code\" and a string \"message\"",
+        ),
+        Slot::Absent => invalid(id, "missing \"method\""),
+    }
+}
+
+#[cfg(test)]
+#[path = "message_tests.rs"]
+mod tests;

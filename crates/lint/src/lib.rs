@@ -1,0 +1,1 @@
+//! toolwright-lint (placeholder)

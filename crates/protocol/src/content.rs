@@ -1,0 +1,273 @@
+//! Content blocks and the result of `tools/call`.
+
+use crate::{Icon, JsonObject, ProtocolVersion};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who a piece of content is meant for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person using the client.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// Optional hints on a content block.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContentAnnotations {
+    /// Who the content is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Role>>,
+    /// Importance from 0 (least) to 1 (most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// ISO 8601 time of the last change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+/// The contents of a resource: text or base64 binary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    /// URI of the resource.
+    pub uri: String,
+    /// MIME type, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text contents (exactly one of `text` and `blob` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64 binary contents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// One block of a tool result or prompt message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+        /// Hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<ContentAnnotations>,
+        /// Metadata.
+        #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<JsonObject>,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Base64 bytes.
+        data: String,
+        /// MIME type such as `image/png`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<ContentAnnotations>,
+        /// Metadata.
+        #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<JsonObject>,
+    },
+    /// Audio, base64-encoded (2025-03-26 and later).
+    Audio {
+        /// Base64 bytes.
+        data: String,
+        /// MIME type such as `audio/wav`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<ContentAnnotations>,
+        /// Metadata.
+        #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<JsonObject>,
+    },
+    /// A link to a resource (2025-06-18 and later).
+    ResourceLink {
+        /// URI of the resource.
+        uri: String,
+        /// Programmatic name.
+        name: String,
+        /// Display title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// Description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// MIME type.
+        #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Size in bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+        /// Icons.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        icons: Option<Vec<Icon>>,
+        /// Hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<ContentAnnotations>,
+        /// Metadata.
+        #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<JsonObject>,
+    },
+    /// An embedded resource.
+    Resource {
+        /// The contents.
+        resource: ResourceContents,
+        /// Hints.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        annotations: Option<ContentAnnotations>,
+        /// Metadata.
+        #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<JsonObject>,
+    },
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text {
+            text: text.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+
+    /// An image block from base64 data.
+    pub fn image(data_base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Content::Image {
+            data: data_base64.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+
+    /// An audio block from base64 data.
+    pub fn audio(data_base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Content::Audio {
+            data: data_base64.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+
+    /// The oldest protocol version that knows this kind of block.
+    pub fn since(&self) -> ProtocolVersion {
+        match self {
+            Content::Audio { .. } => ProtocolVersion::V2025_03_26,
+            Content::ResourceLink { .. } => ProtocolVersion::V2025_06_18,
+            _ => ProtocolVersion::V2024_11_05,
+        }
+    }
+}
+
+/// The result of `tools/call`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Unstructured content (may be empty).
+    pub content: Vec<Content>,
+    /// Structured result, conforming to the tool's `outputSchema` when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// True when the tool failed; the content says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Metadata.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+impl CallToolResult {
+    /// A successful result with these content blocks.
+    pub fn content(content: Vec<Content>) -> Self {
+        CallToolResult {
+            content,
+            ..Default::default()
+        }
+    }
+
+    /// A successful result with structured content; the server adds the JSON as a `text`
+    /// block when the tool gives none.
+    pub fn structured(value: Value) -> Self {
+        CallToolResult {
+            structured_content: Some(value),
+            ..Default::default()
+        }
+    }
+
+    /// A failed call, with one text block that says why.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![Content::text(message)],
+            is_error: Some(true),
+            ..Default::default()
+        }
+    }
+
+    /// True when `isError` is set.
+    pub fn is_error(&self) -> bool {
+        self.is_error.unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn content_wire_shapes() {
+        let cases = [
+            (Content::text("hi"), json!({"type": "text", "text": "hi"})),
+            (
+                Content::image("AAAA", "image/png"),
+                json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+            ),
+            (
+                Content::audio("AAAA", "audio/wav"),
+                json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}),
+            ),
+        ];
+        for (c, want) in cases {
+            assert_eq!(serde_json::to_value(&c).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn resource_link_and_embedded() {
+        let link: Content = serde_json::from_value(
+            json!({"type": "resource_link", "uri": "file:///a", "name": "a", "mimeType": "text/plain"}),
+        )
+        .unwrap();
+        assert_eq!(link.since(), ProtocolVersion::V2025_06_18);
+        let emb: Content = serde_json::from_value(
+            json!({"type": "resource", "resource": {"uri": "test://x", "text": "t"}}),
+        )
+        .unwrap();
+        assert!(matches!(emb, Content::Resource { .. }));
+    }
+
+    #[test]
+    fn result_omits_absent_fields() {
+        let r = CallToolResult::structured(json!({"result": 3}));
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"content": [], "structuredContent": {"result": 3}})
+        );
+        let e = CallToolResult::error("nope");
+        assert!(e.is_error());
+    }
+}

@@ -1,0 +1,59 @@
+//! Server settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+use toolwright_jsonrpc::Limits;
+use toolwright_protocol::lifecycle::CacheScope;
+
+/// How argument validation failures reach the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InputErrorMode {
+    /// A `CallToolResult` with `isError: true` naming each violation, so the model can
+    /// correct itself (the spec since 2025-11-25, SEP-1303). The default, for every version.
+    #[default]
+    ToolError,
+    /// A JSON-RPC -32602 error, as versions up to 2025-06-18 described it.
+    ProtocolError,
+}
+
+/// Settings of a [`Server`](crate::Server).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How long a tool call may run before it is cancelled and answered with an error.
+    pub call_timeout: Duration,
+    /// How long the server waits for a client to answer a request it sent.
+    pub client_request_timeout: Duration,
+    /// Largest message and deepest nesting accepted.
+    pub limits: Limits,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// How argument validation failures are reported.
+    pub input_errors: InputErrorMode,
+    /// `ttlMs` on modern cacheable results.
+    pub ttl_ms: u64,
+    /// `cacheScope` on modern cacheable results.
+    pub cache_scope: CacheScope,
+    /// Guidance for the model, sent at `initialize` and `server/discover`.
+    pub instructions: Option<String>,
+    /// Directories file tools may touch; canonicalized when the server is built.
+    pub roots: Vec<PathBuf>,
+    /// How long calls in flight may still run after the client hung up.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            call_timeout: Duration::from_secs(60),
+            client_request_timeout: Duration::from_secs(30),
+            limits: Limits::default(),
+            page_size: 500,
+            input_errors: InputErrorMode::default(),
+            ttl_ms: 60_000,
+            cache_scope: CacheScope::Public,
+            instructions: None,
+            roots: Vec::new(),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! What a running tool can reach: cancellation, progress, logging, the sandbox roots and
+//! (legacy clients) requests to the client.
+
+use crate::error::ClientRequestError;
+use crate::session::{Outbound, Session};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use toolwright_jsonrpc::RequestId;
+use toolwright_protocol::{ClientCapabilities, LoggingLevel, ProtocolVersion};
+
+/// Everything a tool call can use besides its arguments. Cheap to clone.
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<Scope>,
+}
+
+pub(crate) struct Scope {
+    pub request_id: RequestId,
+    pub version: ProtocolVersion,
+    pub cancel: CancellationToken,
+    pub progress_token: Option<RequestId>,
+    pub last_progress: AtomicU64,
+    /// Modern: the request's own log level (None = no logs). Legacy: ignored.
+    pub modern_log_level: Option<LoggingLevel>,
+    pub sink: Arc<dyn Outbound>,
+    pub session: Arc<Session>,
+    pub client_capabilities: ClientCapabilities,
+    pub roots: Arc<Vec<PathBuf>>,
+    pub client_timeout: Duration,
+}
+
+impl ToolContext {
+    pub(crate) fn new(scope: Scope) -> Self {
+        ToolContext {
+            inner: Arc::new(scope),
+        }
+    }
+
+    /// A context for running a tool outside any connection (the CLI's in-process
+    /// `toolwright call`, tests): no client, so progress and logs go to `sink` if given.
+    pub fn detached(roots: Vec<PathBuf>, sink: Option<Arc<dyn Outbound>>) -> Self {
+        struct Discard;
+        impl Outbound for Discard {
+            fn send(&self, _: Vec<u8>) {}
+        }
+        let sink: Arc<dyn Outbound> = sink.unwrap_or_else(|| Arc::new(Discard));
+        ToolContext::new(Scope {
+            request_id: RequestId::Number(0),
+            version: ProtocolVersion::LATEST,
+            cancel: CancellationToken::new(),
+            progress_token: None,
+            last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
+            modern_log_level: None,
+            session: Session::new(sink.clone()),
+            sink,
+            client_capabilities: ClientCapabilities::default(),
+            roots: Arc::new(roots),
+            client_timeout: Duration::from_secs(30),
+        })
+    }
+
+    /// The id of the request being served.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.request_id
+    }
+
+    /// The protocol version of the request.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.inner.version
+    }
+
+    /// What the client declared it can do (at `initialize`, or in this modern request).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.client_capabilities
+    }
+
+    /// The token that fires when the client cancels the call, it times out, or the
+    /// connection closes. Blocking work should check [`CancellationToken::is_cancelled`].
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// True once the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// The directories file tools may touch (the server's `--root`s), canonical.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.inner.roots
+    }
+
+    /// True when the client asked for progress on this call.
+    pub fn wants_progress(&self) -> bool {
+        self.inner.progress_token.is_some()
+    }
+
+    /// Reports progress. Sent only when the request carried a `progressToken`; values that
+    /// do not increase are dropped, as the spec requires progress to go up.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.inner.progress_token else {
+            return;
+        };
+        let prev = f64::from_bits(self.inner.last_progress.load(Ordering::Relaxed));
+        if progress.is_nan() || progress <= prev {
+            return;
+        }
+        self.inner
+            .last_progress
+            .store(progress.to_bits(), Ordering::Relaxed);
+        let mut params = json!({"progressToken": token, "progress": progress});
+        if let Some(t) = total {
+            params["total"] = json!(t);
+        }
+        if let Some(m) = message {
+            params["message"] = json!(m);
+        }
+        self.notify("notifications/progress", &params);
+    }
+
+    /// Sends a log message to the client when it asked for this level: legacy clients via
+    /// `logging/setLevel`, modern ones through this request's `_meta` (never otherwise).
+    pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        let threshold = if self.inner.version.is_modern() {
+            match self.inner.modern_log_level {
+                Some(l) => l,
+                None => return,
+            }
+        } else {
+            self.inner.session.log_level()
+        };
+        if level < threshold {
+            return;
+        }
+        let mut params = json!({"level": level, "data": data});
+        if let Some(l) = logger {
+            params["logger"] = json!(l);
+        }
+        self.notify("notifications/message", &params);
+    }
+
+    fn notify(&self, method: &str, params: &Value) {
+        let mut line = Vec::with_capacity(128);
+        if toolwright_jsonrpc::write_notification(&mut line, method, params).is_ok() {
+            self.inner.sink.send(line);
+        }
+    }
+
+    /// Sends a request to a legacy client (`sampling/createMessage`, `elicitation/create`,
+    /// `roots/list`) and waits for the answer, within the client timeout.
+    pub async fn request_client(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ClientRequestError> {
+        let needed = match method {
+            "sampling/createMessage" => Some((
+                "sampling",
+                self.inner.client_capabilities.sampling.is_some(),
+            )),
+            "elicitation/create" => Some((
+                "elicitation",
+                self.inner.client_capabilities.elicitation.is_some(),
+            )),
+            "roots/list" => Some(("roots", self.inner.client_capabilities.roots.is_some())),
+            _ => None,
+        };
+        if let Some((cap, false)) = needed {
+            return Err(ClientRequestError::NotSupported(cap));
+        }
+        if self.inner.version.is_modern() {
+            return Err(ClientRequestError::NotSupported(
+                "server-to-client requests (modern era)",
+            ));
+        }
+        let raw = self
+            .inner
+            .session
+            .request(
+                &self.inner.sink,
+                method,
+                &params,
+                self.inner.client_timeout,
+                &self.inner.cancel,
+            )
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::BadResponse(e.to_string()))
+    }
+
+    /// The client's roots as `file://` URIs, for a legacy client that declared `roots`;
+    /// `None` when the client has none to offer. Cached until the client says they changed.
+    pub async fn client_roots(&self) -> Result<Option<Arc<Vec<String>>>, ClientRequestError> {
+        if self.inner.version.is_modern() || !self.inner.client_capabilities.has_roots() {
+            return Ok(None);
+        }
+        if let Some(cached) = self.inner.session.cached_roots() {
+            return Ok(Some(cached));
+        }
+        let v = self.request_client("roots/list", json!({})).await?;
+        let uris: Vec<String> = v
+            .get("roots")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r.get("uri")?.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let uris = Arc::new(uris);
+        self.inner.session.set_cached_roots(Some(uris.clone()));
+        Ok(Some(uris))
+    }
+}

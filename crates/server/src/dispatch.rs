@@ -1,0 +1,801 @@
+//! Dispatch: one incoming message in, at most one reply out.
+//!
+//! Every method is parsed once into [`Method`] and handled by one `match` arm. Each request
+//! is placed in its era first: a request whose `params._meta` names a protocol version is
+//! modern and stands alone; any other request belongs to the legacy session negotiated by
+//! `initialize`. Both kinds can arrive on one connection.
+
+use crate::config::InputErrorMode;
+use crate::context::{Scope, ToolContext};
+use crate::error::ToolError;
+use crate::registry::Entry;
+use crate::server::Server;
+use crate::session::{Negotiated, Outbound, Session};
+use futures_util::FutureExt;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::task::{Context, Poll, Waker};
+use tokio_util::sync::CancellationToken;
+use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, Message, Parsed, RequestId, code};
+use toolwright_protocol::lifecycle::{DiscoverResult, ToolsCapability};
+use toolwright_protocol::params::{
+    CallToolParams, CancelledParams, MetaOnlyParams, PaginatedParams, SetLevelParams,
+};
+use toolwright_protocol::{
+    CallToolResult, ClientCapabilities, Content, InitializeParams, InitializeResult, LoggingLevel,
+    Method, ProtocolVersion, RequestMeta, ServerCapabilities,
+};
+
+/// A reply that is not ready yet (a tool still running).
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Option<Vec<u8>>> + Send + 'static>>;
+
+/// What handling a message produced.
+pub enum Handled {
+    /// Nothing to send (a notification, a response, a cancelled call).
+    Nothing,
+    /// A complete reply line.
+    Reply(Vec<u8>),
+    /// A reply that comes when the future completes (`None`: nothing to send).
+    Later(ReplyFuture),
+}
+
+/// The era a request belongs to.
+#[derive(Debug, Clone)]
+enum Era {
+    Legacy(ProtocolVersion),
+    Modern {
+        version: ProtocolVersion,
+        capabilities: Box<ClientCapabilities>,
+        log_level: Option<LoggingLevel>,
+    },
+}
+
+impl Era {
+    fn version(&self) -> ProtocolVersion {
+        match self {
+            Era::Legacy(v) => *v,
+            Era::Modern { version, .. } => *version,
+        }
+    }
+    fn is_modern(&self) -> bool {
+        matches!(self, Era::Modern { .. })
+    }
+}
+
+fn error_line(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(96);
+    jsonrpc::write_error(&mut buf, id, error);
+    buf
+}
+
+/// A result line around JSON this crate serialized itself (so it is known to be valid and
+/// single-line), without parsing it again.
+fn raw_result_line(id: &RequestId, result: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(result.len() + 48);
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    id.write_json(&mut buf);
+    buf.extend_from_slice(b",\"result\":");
+    buf.extend_from_slice(result);
+    buf.extend_from_slice(b"}\n");
+    buf
+}
+
+fn error_reply(id: &RequestId, error: ErrorObject) -> Handled {
+    Handled::Reply(error_line(Some(id), &error))
+}
+
+fn parse_params<T: DeserializeOwned + Default>(
+    params: Option<&RawValue>,
+) -> Result<T, ErrorObject> {
+    match params {
+        None => Ok(T::default()),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}"))),
+    }
+}
+
+fn parse_required<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+    match params {
+        None => Err(ErrorObject::invalid_params("params are required")),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}"))),
+    }
+}
+
+/// Which of `required`'s capabilities `have` lacks, in the ClientCapabilities shape.
+fn missing_capabilities(required: &ClientCapabilities, have: &ClientCapabilities) -> Option<Value> {
+    let mut missing = Map::new();
+    let pairs = [
+        ("roots", &required.roots, &have.roots),
+        ("sampling", &required.sampling, &have.sampling),
+        ("elicitation", &required.elicitation, &have.elicitation),
+        ("tasks", &required.tasks, &have.tasks),
+    ];
+    for (name, need, got) in pairs {
+        if let (Some(n), None) = (need, got) {
+            missing.insert(name.to_owned(), n.clone());
+        }
+    }
+    if let Some(ext) = &required.extensions {
+        let have_ext = have.extensions.as_ref();
+        let lacking: Map<String, Value> = ext
+            .iter()
+            .filter(|(k, _)| !have_ext.is_some_and(|h| h.contains_key(*k)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !lacking.is_empty() {
+            missing.insert("extensions".into(), Value::Object(lacking));
+        }
+    }
+    (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
+impl Server {
+    /// Parses one line (a message or, under 2025-03-26, a batch) and handles it.
+    pub fn handle_bytes(
+        &self,
+        session: &Arc<Session>,
+        bytes: &[u8],
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        match jsonrpc::parse(bytes, &self.inner.config.limits) {
+            Parsed::Single(msg) => self.handle(session, msg, sink),
+            Parsed::Invalid(e) => Handled::Reply(error_line(e.id.as_ref(), &e.error)),
+            Parsed::Batch(items) => self.handle_batch(session, items, sink),
+        }
+    }
+
+    fn handle_batch(
+        &self,
+        session: &Arc<Session>,
+        items: Vec<Message>,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        let allowed = session
+            .negotiated()
+            .is_some_and(|n| n.version.allows_batches());
+        if !allowed {
+            let e = ErrorObject::invalid_request(
+                "JSON-RPC batches are allowed only under protocol version 2025-03-26",
+            );
+            return Handled::Reply(error_line(None, &e));
+        }
+        let parts: Vec<Handled> = items
+            .into_iter()
+            .map(|m| self.handle(session, m, sink))
+            .collect();
+        let join = |lines: Vec<Vec<u8>>| -> Option<Vec<u8>> {
+            if lines.is_empty() {
+                return None;
+            }
+            let mut out = Vec::with_capacity(lines.iter().map(Vec::len).sum::<usize>() + 2);
+            out.push(b'[');
+            for (i, l) in lines.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(l.strip_suffix(b"\n").unwrap_or(l));
+            }
+            out.extend_from_slice(b"]\n");
+            Some(out)
+        };
+        if parts.iter().all(|p| !matches!(p, Handled::Later(_))) {
+            let lines = parts
+                .into_iter()
+                .filter_map(|p| match p {
+                    Handled::Reply(l) => Some(l),
+                    _ => None,
+                })
+                .collect();
+            return join(lines).map_or(Handled::Nothing, Handled::Reply);
+        }
+        Handled::Later(Box::pin(async move {
+            let mut lines = Vec::new();
+            for p in parts {
+                match p {
+                    Handled::Reply(l) => lines.push(l),
+                    Handled::Later(f) => lines.extend(f.await),
+                    Handled::Nothing => {}
+                }
+            }
+            join(lines)
+        }))
+    }
+
+    /// Handles one parsed message. `sink` receives the notifications tied to this request
+    /// (progress, logs, requests to the client); the reply itself is returned.
+    pub fn handle(
+        &self,
+        session: &Arc<Session>,
+        msg: Message,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        match msg {
+            Message::Request(req) => {
+                self.request(session, req.id, &req.method, req.params.as_deref(), sink)
+            }
+            Message::Notification(n) => {
+                self.notification(session, &n.method, n.params.as_deref());
+                Handled::Nothing
+            }
+            Message::Response(r) => {
+                if !session.resolve(&r.id, r.outcome) {
+                    tracing::debug!(id = %r.id, "response to no pending request; ignored");
+                }
+                Handled::Nothing
+            }
+            Message::Invalid { id, error } => Handled::Reply(error_line(id.as_ref(), &error)),
+            Message::ErrorWithoutId(e) => {
+                tracing::warn!(
+                    code = e.code,
+                    "the client could not read a message: {}",
+                    e.message
+                );
+                Handled::Nothing
+            }
+        }
+    }
+
+    fn era(&self, session: &Session, meta: Option<&RequestMeta>) -> Result<Era, ErrorObject> {
+        if let Some(meta) = meta
+            && let Some(v) = meta.protocol_version.as_deref()
+        {
+            return match ProtocolVersion::parse(v) {
+                Some(version) if version.is_modern() => {
+                    let capabilities = meta.client_capabilities.clone().ok_or_else(|| {
+                        ErrorObject::invalid_params(format!(
+                            "params._meta must include \"{}\"",
+                            toolwright_protocol::meta::CLIENT_CAPABILITIES
+                        ))
+                    })?;
+                    Ok(Era::Modern {
+                        version,
+                        capabilities,
+                        log_level: meta.log_level,
+                    })
+                }
+                _ => Err(ErrorObject::new(
+                    code::UNSUPPORTED_PROTOCOL_VERSION,
+                    format!("Unsupported protocol version: {v}"),
+                )
+                .with_data(json!({"supported": Server::supported_versions(), "requested": v}))),
+            };
+        }
+        match session.negotiated() {
+            Some(n) => Ok(Era::Legacy(n.version)),
+            None => Err(ErrorObject::invalid_params(format!(
+                "params._meta with \"{}\" is required (2026-07-28); legacy clients must send \
+                 initialize first",
+                toolwright_protocol::meta::PROTOCOL_VERSION
+            ))),
+        }
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(ToolsCapability {
+                list_changed: Some(true),
+            }),
+            logging: Some(Map::new()),
+            ..Default::default()
+        }
+    }
+
+    /// Serializes a result, adding what the modern era requires (`resultType`, serverInfo).
+    fn result_line(&self, id: &RequestId, era: &Era, mut value: Value) -> Vec<u8> {
+        if era.is_modern()
+            && let Some(obj) = value.as_object_mut()
+        {
+            obj.entry("resultType").or_insert_with(|| json!("complete"));
+            if !obj.contains_key("_meta") {
+                obj.insert("_meta".into(), self.inner.info_meta.clone());
+            }
+        }
+        let mut buf = Vec::with_capacity(128);
+        jsonrpc::write_result(&mut buf, id, &value).expect("a JSON value always serializes");
+        buf
+    }
+
+    fn request(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        let method = Method::parse(method);
+        let outcome = match method {
+            Method::ToolsCall => return self.tools_call(session, id, params, sink),
+            Method::Initialize => self.initialize(session, &id, params),
+            Method::Ping => self.ping(session, &id, params),
+            Method::ServerDiscover => self.discover(session, &id, params),
+            Method::ToolsList => self.tools_list(session, &id, params),
+            Method::LoggingSetLevel => self.set_level(session, &id, params),
+            Method::SubscriptionsListen => return self.listen(session, id, params, sink),
+            Method::Unknown(_)
+            | Method::ResourcesList
+            | Method::ResourceTemplatesList
+            | Method::ResourcesRead
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+            | Method::PromptsList
+            | Method::PromptsGet
+            | Method::Complete
+            | Method::Initialized
+            | Method::Cancelled
+            | Method::Progress
+            | Method::RootsListChanged => {
+                let name = match method {
+                    Method::Unknown(n) => n.to_owned(),
+                    _ => format!("{method:?}"),
+                };
+                Err(ErrorObject::method_not_found(&name))
+            }
+        };
+        match outcome {
+            Ok(line) => Handled::Reply(line),
+            Err(e) => error_reply(&id, e),
+        }
+    }
+
+    fn initialize(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let p: InitializeParams = parse_required(params)?;
+        let version = match ProtocolVersion::parse(&p.protocol_version) {
+            Some(v) if !v.is_modern() => v,
+            // Unknown (or modern, which has no handshake): counter-offer our latest legacy.
+            _ => ProtocolVersion::LATEST_LEGACY,
+        };
+        let fresh = session.set_negotiated(Negotiated {
+            version,
+            client_capabilities: p.capabilities,
+            client_info: p.client_info,
+        });
+        if !fresh {
+            return Err(ErrorObject::invalid_request(
+                "initialize was already called on this connection",
+            ));
+        }
+        let result = InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities: self.capabilities(),
+            server_info: self.inner.info.clone(),
+            instructions: self.inner.config.instructions.clone(),
+        };
+        let mut buf = Vec::with_capacity(256);
+        jsonrpc::write_result(&mut buf, id, &result).expect("InitializeResult serializes");
+        Ok(buf)
+    }
+
+    fn ping(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let p: MetaOnlyParams = parse_params(params)?;
+        if p.meta.as_ref().is_some_and(RequestMeta::is_modern) {
+            // `ping` does not exist in 2026-07-28; an unsupported version still says so.
+            self.era(session, p.meta.as_ref())?;
+            return Err(ErrorObject::method_not_found("ping"));
+        }
+        let mut buf = Vec::with_capacity(48);
+        jsonrpc::write_result(&mut buf, id, &json!({})).expect("serializes");
+        Ok(buf)
+    }
+
+    fn discover(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let p: MetaOnlyParams = parse_required(params)?;
+        let era = match p.meta.as_ref() {
+            Some(m) if m.is_modern() => self.era(session, Some(m))?,
+            _ => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "server/discover needs params._meta with \"{}\"",
+                    toolwright_protocol::meta::PROTOCOL_VERSION
+                )));
+            }
+        };
+        let result = DiscoverResult {
+            result_type: "complete".into(),
+            supported_versions: Server::supported_versions()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            capabilities: self.capabilities(),
+            instructions: self.inner.config.instructions.clone(),
+            ttl_ms: self.inner.config.ttl_ms,
+            cache_scope: self.inner.config.cache_scope,
+            meta: self.inner.info_meta.as_object().cloned(),
+        };
+        Ok(self.result_line(id, &era, serde_json::to_value(result).expect("serializes")))
+    }
+
+    fn tools_list(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let p: PaginatedParams = parse_params(params)?;
+        let era = self.era(session, p.meta.as_ref())?;
+        let snapshot = self.inner.registry.snapshot();
+        let page = snapshot
+            .page(p.cursor.as_deref(), era.version())
+            .map_err(ErrorObject::invalid_params)?;
+        // Written by hand: the tools array is cached, pre-serialized JSON.
+        let mut body = String::with_capacity(page.tools_json.len() + 256);
+        body.push_str("{\"tools\":");
+        body.push_str(&page.tools_json);
+        if let Some(c) = &page.next_cursor {
+            body.push_str(",\"nextCursor\":");
+            body.push_str(&serde_json::to_string(c).expect("strings serialize"));
+        }
+        if era.is_modern() {
+            let c = &self.inner.config;
+            body.push_str(&format!(
+                ",\"resultType\":\"complete\",\"ttlMs\":{},\"cacheScope\":{},\"_meta\":{}",
+                c.ttl_ms,
+                serde_json::to_string(&c.cache_scope).expect("serializes"),
+                self.inner.info_meta
+            ));
+        }
+        body.push('}');
+        Ok(raw_result_line(id, body.as_bytes()))
+    }
+
+    fn set_level(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let probe: MetaOnlyParams = parse_params(params)?;
+        if probe.meta.as_ref().is_some_and(RequestMeta::is_modern) {
+            self.era(session, probe.meta.as_ref())?;
+            return Err(ErrorObject::method_not_found("logging/setLevel"));
+        }
+        self.era(session, None)?;
+        let p: SetLevelParams = parse_required(params)?;
+        session.set_log_level(p.level);
+        let mut buf = Vec::with_capacity(48);
+        jsonrpc::write_result(&mut buf, id, &json!({})).expect("serializes");
+        Ok(buf)
+    }
+
+    fn notification(&self, session: &Arc<Session>, method: &str, params: Option<&RawValue>) {
+        match Method::parse(method) {
+            Method::Initialized => session.mark_initialized(),
+            Method::Cancelled => match parse_required::<CancelledParams>(params) {
+                Ok(p) => {
+                    let found = session.cancel(&p.request_id);
+                    tracing::debug!(id = %p.request_id, found, reason = ?p.reason, "cancel");
+                }
+                Err(e) => tracing::warn!("malformed notifications/cancelled: {}", e.message),
+            },
+            Method::RootsListChanged => session.set_cached_roots(None),
+            _ => tracing::debug!(method, "notification ignored"),
+        }
+    }
+
+    fn tools_call(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: Option<&RawValue>,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        let p: CallToolParams = match parse_required(params) {
+            Ok(p) => p,
+            Err(e) => return error_reply(&id, e),
+        };
+        let era = match self.era(session, p.meta.as_ref()) {
+            Ok(e) => e,
+            Err(e) => return error_reply(&id, e),
+        };
+        let snapshot = self.inner.registry.snapshot();
+        let Some(entry) = snapshot.get(&p.name).cloned() else {
+            return error_reply(
+                &id,
+                ErrorObject::invalid_params(format!("Unknown tool: {}", p.name)),
+            );
+        };
+        drop(snapshot);
+        let capabilities = match &era {
+            Era::Modern { capabilities, .. } => (**capabilities).clone(),
+            Era::Legacy(_) => session
+                .negotiated()
+                .map(|n| n.client_capabilities.clone())
+                .unwrap_or_default(),
+        };
+        if let Some(required) = &entry.required_capabilities
+            && let Some(missing) = missing_capabilities(required, &capabilities)
+        {
+            if era.is_modern() {
+                let e = ErrorObject::new(
+                    code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!(
+                        "tool {} needs client capabilities this request did not declare",
+                        p.name
+                    ),
+                )
+                .with_data(json!({"requiredCapabilities": missing}));
+                return error_reply(&id, e);
+            }
+            let r = CallToolResult::error(format!(
+                "tool {} needs the client capabilities {missing}, which this client did not declare at initialize",
+                p.name
+            ));
+            return Handled::Reply(self.call_result_line(&id, &era, r));
+        }
+        let args = p.arguments.unwrap_or_else(|| Value::Object(Map::new()));
+        if !args.is_object() {
+            return error_reply(
+                &id,
+                ErrorObject::invalid_params("tools/call arguments must be a JSON object"),
+            );
+        }
+        if let Err(violations) = entry.input.validate(&args) {
+            let text = toolwright_schema::format_violations(&violations);
+            return match self.inner.config.input_errors {
+                InputErrorMode::ToolError => {
+                    let r = CallToolResult::error(format!(
+                        "Invalid arguments for tool {}:\n{text}",
+                        p.name
+                    ));
+                    Handled::Reply(self.call_result_line(&id, &era, r))
+                }
+                InputErrorMode::ProtocolError => {
+                    let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                    let e = ErrorObject::invalid_params(format!(
+                        "Invalid arguments for tool {}: {text}",
+                        p.name
+                    ))
+                    .with_data(json!({"violations": list}));
+                    error_reply(&id, e)
+                }
+            };
+        }
+
+        let cancel = CancellationToken::new();
+        let meta = p.meta.unwrap_or_default();
+        let ctx = ToolContext::new(Scope {
+            request_id: id.clone(),
+            version: era.version(),
+            cancel: cancel.clone(),
+            progress_token: meta.progress_token,
+            last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
+            modern_log_level: match &era {
+                Era::Modern { log_level, .. } => *log_level,
+                Era::Legacy(_) => None,
+            },
+            sink: sink.clone(),
+            session: session.clone(),
+            client_capabilities: capabilities,
+            roots: self.inner.roots.clone(),
+            client_timeout: self.inner.config.client_request_timeout,
+        });
+        let running = entry.clone();
+        let mut fut = Box::pin(
+            AssertUnwindSafe(async move { running.handler.call(args, ctx).await }).catch_unwind(),
+        );
+
+        // Most calls finish without waiting on anything: poll once here and answer at once,
+        // without a task, a timer or a cancellation entry.
+        let mut cx = Context::from_waker(Waker::noop());
+        if let Poll::Ready(outcome) = fut.as_mut().poll(&mut cx) {
+            return match self.finish(&id, &era, &entry, outcome) {
+                Some(line) => Handled::Reply(line),
+                None => Handled::Nothing,
+            };
+        }
+        session.track(id.clone(), cancel.clone());
+        let server = self.clone();
+        let session = session.clone();
+        let timeout = self.inner.config.call_timeout;
+        Handled::Later(Box::pin(async move {
+            // Dropping this future (an HTTP client closed its stream) cancels the call too.
+            let _cancel_on_drop = cancel.clone().drop_guard();
+            let reply = tokio::select! {
+                outcome = &mut fut => server.finish(&id, &era, &entry, outcome),
+                _ = cancel.cancelled() => None,
+                _ = tokio::time::sleep(timeout) => {
+                    cancel.cancel();
+                    let e = ErrorObject::new(
+                        code::REQUEST_TIMEOUT,
+                        format!("tool {} did not finish within {timeout:?} and was cancelled", entry.definition.name),
+                    );
+                    Some(error_line(Some(&id), &e))
+                }
+            };
+            drop(fut);
+            session.untrack(&id);
+            _cancel_on_drop.disarm();
+            reply
+        }))
+    }
+
+    fn call_result_line(&self, id: &RequestId, era: &Era, r: CallToolResult) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(160);
+        if era.is_modern() {
+            // `{` + `"resultType":"complete",` + the rest of the object.
+            let body = serde_json::to_vec(&r).expect("a CallToolResult serializes");
+            let mut with_type = Vec::with_capacity(body.len() + 26);
+            with_type.extend_from_slice(b"{\"resultType\":\"complete\",");
+            with_type.extend_from_slice(&body[1..]);
+            return raw_result_line(id, &with_type);
+        } else {
+            jsonrpc::write_result(&mut buf, id, &r).expect("a CallToolResult serializes");
+        }
+        buf
+    }
+
+    fn finish(
+        &self,
+        id: &RequestId,
+        era: &Era,
+        entry: &Entry,
+        outcome: std::thread::Result<Result<CallToolResult, ToolError>>,
+    ) -> Option<Vec<u8>> {
+        let name = &entry.definition.name;
+        let result = match outcome {
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                tracing::error!(tool = %name, "tool panicked: {why}");
+                let e = ErrorObject::internal(format!("tool {name} panicked: {why}"));
+                return Some(error_line(Some(id), &e));
+            }
+            Ok(Err(ToolError::Cancelled)) => return None,
+            Ok(Err(ToolError::Internal(m))) => {
+                let e = ErrorObject::internal(format!("tool {name} failed: {m}"));
+                return Some(error_line(Some(id), &e));
+            }
+            Ok(Err(e @ (ToolError::Failed(_) | ToolError::InvalidArguments(_)))) => {
+                CallToolResult::error(e.to_string())
+            }
+            Ok(Ok(r)) => r,
+        };
+        let mut result = result;
+        if !result.is_error() {
+            if let Some(validator) = &entry.output {
+                let Some(sc) = &result.structured_content else {
+                    let e = ErrorObject::internal(format!(
+                        "tool {name} declares an outputSchema but returned no structuredContent"
+                    ));
+                    return Some(error_line(Some(id), &e));
+                };
+                if let Err(v) = validator.validate(sc) {
+                    let e = ErrorObject::internal(format!(
+                        "tool {name} returned structuredContent that violates its outputSchema:\n{}",
+                        toolwright_schema::format_violations(&v)
+                    ))
+                    .with_data(json!({"violations": v.iter().map(ToString::to_string).collect::<Vec<_>>()}));
+                    return Some(error_line(Some(id), &e));
+                }
+            }
+            if let Some(sc) = &result.structured_content
+                && result.content.is_empty()
+            {
+                result.content.push(Content::text(sc.to_string()));
+            }
+        }
+        if !era.version().has_structured_content() {
+            result.structured_content = None;
+        }
+        Some(self.call_result_line(id, era, result))
+    }
+
+    fn listen(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: Option<&RawValue>,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        #[derive(serde::Deserialize, Default)]
+        struct ListenParams {
+            #[serde(default, rename = "_meta")]
+            meta: Option<RequestMeta>,
+            #[serde(default)]
+            notifications: Option<Map<String, Value>>,
+        }
+        let p: ListenParams = match parse_required(params) {
+            Ok(p) => p,
+            Err(e) => return error_reply(&id, e),
+        };
+        let era = match p.meta.as_ref() {
+            Some(m) if m.is_modern() => match self.era(session, Some(m)) {
+                Ok(e) => e,
+                Err(e) => return error_reply(&id, e),
+            },
+            _ => return error_reply(&id, ErrorObject::method_not_found("subscriptions/listen")),
+        };
+        let wants_tools = p
+            .notifications
+            .as_ref()
+            .and_then(|n| n.get("toolsListChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let cancel = CancellationToken::new();
+        session.track(id.clone(), cancel.clone());
+        let sub_meta = json!({ toolwright_protocol::meta::SUBSCRIPTION_ID: id });
+        let mut honoured = Map::new();
+        if wants_tools {
+            honoured.insert("toolsListChanged".into(), json!(true));
+        }
+        let mut ack = Vec::new();
+        jsonrpc::write_notification(
+            &mut ack,
+            "notifications/subscriptions/acknowledged",
+            &json!({"notifications": honoured, "_meta": sub_meta}),
+        )
+        .expect("serializes");
+        sink.send(ack);
+        let mut changes = self.inner.tools_changed.subscribe();
+        changes.mark_unchanged();
+        let sink = sink.clone();
+        let session = session.clone();
+        let server = self.clone();
+        Handled::Later(Box::pin(async move {
+            let closed = session.closed_token().clone();
+            let reply = loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break None,
+                    _ = closed.cancelled() => {
+                        break Some(server.result_line(&id, &era, json!({"_meta": sub_meta})));
+                    }
+                    r = changes.changed() => {
+                        if r.is_err() {
+                            break Some(server.result_line(&id, &era, json!({"_meta": sub_meta})));
+                        }
+                        if wants_tools {
+                            let mut line = Vec::new();
+                            jsonrpc::write_notification(&mut line, "notifications/tools/list_changed", &json!({"_meta": sub_meta}))
+                                .expect("serializes");
+                            sink.send(line);
+                        }
+                    }
+                }
+            };
+            session.untrack(&id);
+            reply
+        }))
+    }
+}
+
+/// Handles one request outside any transport (the CLI's in-process `call`) and returns the
+/// reply line; notifications the call sends are dropped.
+pub async fn call_in_process(server: &Server, request: &Value) -> Result<Vec<u8>, ErrorObject> {
+    struct Discard;
+    impl Outbound for Discard {
+        fn send(&self, _: Vec<u8>) {}
+    }
+    let sink: Arc<dyn Outbound> = Arc::new(Discard);
+    let session = server.new_session(sink.clone());
+    let bytes = serde_json::to_vec(request).map_err(|e| ErrorObject::internal(e.to_string()))?;
+    let reply = match server.handle_bytes(&session, &bytes, &sink) {
+        Handled::Reply(line) => Some(line),
+        Handled::Later(fut) => fut.await,
+        Handled::Nothing => None,
+    };
+    reply.ok_or_else(|| ErrorObject::internal("the request produced no reply"))
+}

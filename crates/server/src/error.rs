@@ -1,0 +1,86 @@
+//! Errors of the server library.
+
+use toolwright_schema::SchemaError;
+
+/// Why a tool call failed, as the tool reports it.
+///
+/// The variant decides how the client sees it: `Failed` and `InvalidArguments` become a
+/// `CallToolResult` with `isError: true` (the model can read it and correct itself);
+/// `Internal` becomes a JSON-RPC -32603 error; `Cancelled` sends nothing, as the spec asks
+/// for a cancelled request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The tool ran and failed; the text says why.
+    #[error("{0}")]
+    Failed(String),
+    /// The arguments passed the schema but the tool still cannot use them.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// A fault in the server or tool, not the caller's doing.
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// The call was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// Another tool already has this name.
+    #[error("a tool named {name:?} is already registered")]
+    Duplicate {
+        /// The name.
+        name: String,
+    },
+    /// The name breaks the spec's rule.
+    #[error("invalid tool name {name:?}: {reason}")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `inputSchema` does not have `type: "object"` at its root.
+    #[error("tool {name:?}: inputSchema must have \"type\": \"object\" at its root, found {found}")]
+    InputRootNotObject {
+        /// The tool.
+        name: String,
+        /// What the root's `type` was.
+        found: String,
+    },
+    /// A schema does not compile (invalid, unsupported dialect, or a network `$ref`).
+    #[error("tool {name:?}: {which} does not compile: {source}")]
+    Schema {
+        /// The tool.
+        name: String,
+        /// `inputSchema` or `outputSchema`.
+        which: &'static str,
+        /// The compiler's error.
+        #[source]
+        source: SchemaError,
+    },
+}
+
+/// Why a request was refused before or instead of running (becomes a JSON-RPC error).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientRequestError {
+    /// The client answered with an error.
+    #[error("the client answered with error {}: {}", .0.code, .0.message)]
+    Rejected(toolwright_jsonrpc::ErrorObject),
+    /// The client did not answer in time.
+    #[error("the client did not answer within {0:?}")]
+    Timeout(std::time::Duration),
+    /// The client did not declare the capability this request needs.
+    #[error("the client did not declare the {0} capability")]
+    NotSupported(&'static str),
+    /// The connection is gone.
+    #[error("the connection to the client is closed")]
+    Closed,
+    /// The client's answer could not be read.
+    #[error("the client's answer could not be read: {0}")]
+    BadResponse(String),
+}

@@ -1,0 +1,234 @@
+//! Connection state: the legacy handshake, requests in flight, and requests the server
+//! sends to the client.
+//!
+//! A [`Session`] is one stdio process or one Streamable HTTP session. Legacy clients
+//! negotiate a version on it with `initialize`; modern requests use it only for
+//! cancellation (each modern request describes itself).
+
+use crate::error::ClientRequestError;
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use toolwright_jsonrpc::{ErrorObject, RequestId};
+use toolwright_protocol::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
+
+/// Where a server writes messages for a client: one complete, `\n`-terminated JSON-RPC
+/// message per call. Implementations must not block for long.
+pub trait Outbound: Send + Sync + 'static {
+    /// Sends one message.
+    fn send(&self, line: Vec<u8>);
+}
+
+/// What the legacy handshake settled.
+#[derive(Debug, Clone)]
+pub struct Negotiated {
+    /// The version both sides speak.
+    pub version: ProtocolVersion,
+    /// What the client said it can do.
+    pub client_capabilities: ClientCapabilities,
+    /// Who the client said it is.
+    pub client_info: Implementation,
+}
+
+type Pending = oneshot::Sender<Result<Box<RawValue>, ErrorObject>>;
+
+/// One client connection's state.
+pub struct Session {
+    negotiated: OnceLock<Negotiated>,
+    initialized: AtomicBool,
+    log_level: AtomicU8,
+    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    pending: Mutex<HashMap<i64, Pending>>,
+    next_id: AtomicI64,
+    outbound: Arc<dyn Outbound>,
+    closed: CancellationToken,
+    roots_cache: Mutex<Option<Arc<Vec<String>>>>,
+}
+
+impl Session {
+    /// A new session whose unsolicited messages (list changes, requests to the client) go
+    /// to `outbound`.
+    pub fn new(outbound: Arc<dyn Outbound>) -> Arc<Self> {
+        Arc::new(Session {
+            negotiated: OnceLock::new(),
+            initialized: AtomicBool::new(false),
+            log_level: AtomicU8::new(LoggingLevel::Debug.to_u8()),
+            inflight: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+            outbound,
+            closed: CancellationToken::new(),
+            roots_cache: Mutex::new(None),
+        })
+    }
+
+    /// The legacy handshake's outcome, once `initialize` was answered.
+    pub fn negotiated(&self) -> Option<&Negotiated> {
+        self.negotiated.get()
+    }
+
+    /// Records the handshake; false if one already happened.
+    pub(crate) fn set_negotiated(&self, n: Negotiated) -> bool {
+        self.negotiated.set(n).is_ok()
+    }
+
+    /// Marks `notifications/initialized` as received.
+    pub(crate) fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Release);
+    }
+
+    /// True once the client sent `notifications/initialized`.
+    pub fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// The lowest level of log message the legacy client wants.
+    pub fn log_level(&self) -> LoggingLevel {
+        LoggingLevel::from_u8(self.log_level.load(Ordering::Relaxed)).unwrap_or(LoggingLevel::Debug)
+    }
+
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        self.log_level.store(level.to_u8(), Ordering::Relaxed);
+    }
+
+    /// The sink for messages not tied to a request.
+    pub fn outbound(&self) -> &Arc<dyn Outbound> {
+        &self.outbound
+    }
+
+    /// Ends the session: every call in flight is cancelled, every request to the client
+    /// fails.
+    pub fn close(&self) {
+        self.closed.cancel();
+        for (_, token) in self
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+        {
+            token.cancel();
+        }
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Starts an orderly end: long-lived streams (`subscriptions/listen`) finish and
+    /// requests to the client fail, but tool calls in flight keep running.
+    pub fn shutdown(&self) {
+        self.closed.cancel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// True once [`Session::shutdown`] or [`Session::close`] ran.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    pub(crate) fn closed_token(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    pub(crate) fn track(&self, id: RequestId, token: CancellationToken) {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, token);
+    }
+
+    pub(crate) fn untrack(&self, id: &RequestId) {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+
+    /// Cancels a request in flight; unknown or finished ids are ignored.
+    pub fn cancel(&self, id: &RequestId) -> bool {
+        let token = self
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        match token {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of requests in flight (for tests and shutdown).
+    pub fn inflight_len(&self) -> usize {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    /// Sends a request to the client on `sink` and waits for its answer.
+    pub(crate) async fn request(
+        &self,
+        sink: &Arc<dyn Outbound>,
+        method: &str,
+        params: &serde_json::Value,
+        timeout: std::time::Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Box<RawValue>, ClientRequestError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        let mut line = Vec::new();
+        toolwright_jsonrpc::write_request(&mut line, &RequestId::Number(id), method, params)
+            .map_err(|e| ClientRequestError::BadResponse(e.to_string()))?;
+        sink.send(line);
+        let outcome = tokio::select! {
+            r = rx => r.map_err(|_| ClientRequestError::Closed),
+            _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
+            _ = cancel.cancelled() => Err(ClientRequestError::Closed),
+        };
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        outcome?.map_err(ClientRequestError::Rejected)
+    }
+
+    /// Routes the client's answer to a request the server sent; false if nobody waits.
+    pub fn resolve(&self, id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> bool {
+        let RequestId::Number(n) = id else {
+            return false;
+        };
+        let tx = self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(n);
+        match tx {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    pub(crate) fn cached_roots(&self) -> Option<Arc<Vec<String>>> {
+        self.roots_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_cached_roots(&self, roots: Option<Arc<Vec<String>>>) {
+        *self.roots_cache.lock().unwrap_or_else(|p| p.into_inner()) = roots;
+    }
+}

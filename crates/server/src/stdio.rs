@@ -1,0 +1,138 @@
+//! The stdio transport: newline-delimited JSON-RPC on stdin and stdout.
+//!
+//! Reading happens on one blocking thread: it reads large chunks, splits them into lines,
+//! and handles each line right there. Replies that are ready at once are collected and
+//! written with one `write` per chunk read, so a pipelined client costs one syscall per
+//! batch, not per message. Calls that must wait run as tokio tasks and write their own
+//! replies. Every write goes through one mutex around the output, so lines never interleave.
+
+use crate::dispatch::Handled;
+use crate::server::Server;
+use crate::session::Outbound;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::task::TaskTracker;
+use toolwright_jsonrpc::{ErrorObject, FrameError, LineDecoder};
+
+struct LineWriter<W> {
+    out: Mutex<W>,
+}
+
+impl<W: Write + Send + 'static> LineWriter<W> {
+    fn write(&self, bytes: &[u8]) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let result = out.write_all(bytes).and_then(|_| out.flush());
+        if let Err(e) = result {
+            tracing::debug!("could not write to the client: {e}");
+        }
+    }
+}
+
+impl<W: Write + Send + 'static> Outbound for LineWriter<W> {
+    fn send(&self, line: Vec<u8>) {
+        self.write(&line);
+    }
+}
+
+/// Serves `server` on this process's stdin and stdout until stdin closes. Blocks the calling
+/// thread; `runtime` runs the calls that wait.
+pub fn serve_stdio(server: &Server, runtime: &tokio::runtime::Handle) -> io::Result<()> {
+    let stdout = io::stdout();
+    let out = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdout).try_clone_to_owned()?);
+    let stdin = io::stdin();
+    let input = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned()?);
+    serve_io(server, input, out, runtime)
+}
+
+/// Serves `server` on any byte stream pair (the stdio transport without the process).
+pub fn serve_io<R: Read, W: Write + Send + 'static>(
+    server: &Server,
+    mut input: R,
+    output: W,
+    runtime: &tokio::runtime::Handle,
+) -> io::Result<()> {
+    let _guard = runtime.enter();
+    let writer = Arc::new(LineWriter {
+        out: Mutex::new(output),
+    });
+    let sink: Arc<dyn Outbound> = writer.clone();
+    let session = server.new_session(sink.clone());
+    let tracker = TaskTracker::new();
+    let mut decoder = LineDecoder::new(server.config().limits.max_bytes);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut replies: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let too_long = |len: usize| {
+        let e = ErrorObject::invalid_request(format!(
+            "message too large: over {} bytes (read {len} before giving up on it)",
+            server.config().limits.max_bytes
+        ));
+        let mut line = Vec::new();
+        toolwright_jsonrpc::write_error(&mut line, None, &e);
+        line
+    };
+    let handle_line =
+        |line: &[u8], replies: &mut Vec<u8>| match server.handle_bytes(&session, line, &sink) {
+            Handled::Nothing => {}
+            Handled::Reply(bytes) => replies.extend_from_slice(&bytes),
+            Handled::Later(fut) => {
+                let sink = sink.clone();
+                tracker.spawn(async move {
+                    if let Some(line) = fut.await {
+                        sink.send(line);
+                    }
+                });
+            }
+        };
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!("reading stdin failed: {e}");
+                break;
+            }
+        };
+        decoder.push(&chunk[..n]);
+        while let Some(line) = decoder.next_line() {
+            match line {
+                Ok(line) => handle_line(line.as_bytes(), &mut replies),
+                Err(FrameError::TooLong { len_so_far }) => {
+                    replies.extend_from_slice(&too_long(len_so_far))
+                }
+                Err(e) => tracing::warn!("framing error: {e}"),
+            }
+        }
+        if !replies.is_empty() {
+            writer.write(&replies);
+            replies.clear();
+        }
+    }
+    if let Some(last) = decoder.finish() {
+        match last {
+            Ok(line) => handle_line(line.as_bytes(), &mut replies),
+            Err(FrameError::TooLong { len_so_far }) => {
+                replies.extend_from_slice(&too_long(len_so_far))
+            }
+            Err(e) => tracing::warn!("framing error: {e}"),
+        }
+        if !replies.is_empty() {
+            writer.write(&replies);
+        }
+    }
+    // stdin closed: streams end now; calls in flight get a grace period to answer.
+    session.shutdown();
+    tracker.close();
+    let grace = server.config().shutdown_grace;
+    let finished =
+        runtime.block_on(async { tokio::time::timeout(grace, tracker.wait()).await.is_ok() });
+    if !finished {
+        tracing::info!("calls still running {grace:?} after stdin closed; cancelling them");
+        session.close();
+        let _ = runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(1), tracker.wait()).await });
+    }
+    session.close();
+    Ok(())
+}
