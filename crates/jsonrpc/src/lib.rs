@@ -43,6 +43,9 @@
 //! - `write.rs`: the `write_*` functions that append one JSON line per message.
 //! - `frame.rs`: [`LineDecoder`], sans-IO newline framing with a line limit.
 //! - `error.rs`: [`Error`] and [`FrameError`].
+//!
+//! Unit tests sit beside the code; the larger tables for `message.rs`,
+//! `write.rs` and `frame.rs` live in sibling `*_tests.rs` files.
 
 /// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per
 /// row: the test-table helper, which also keeps rustfmt from splitting a

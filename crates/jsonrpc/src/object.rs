@@ -14,7 +14,7 @@ use crate::code;
 ///
 /// `data` is omitted from the JSON when it is `None`; a `"data": null`
 /// read from the wire also becomes `None`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorObject {
     /// The error code; see [`code`](crate::code).
     pub code: i64,
@@ -84,7 +84,7 @@ impl fmt::Display for ErrorObject {
 /// `"id": null`). Serializing yields the whole envelope,
 /// `{"jsonrpc":"2.0","id"?:…,"error":{…}}`, the same bytes as
 /// [`write_error_response`](crate::write_error_response) minus the newline.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorResponse {
     /// The id of the message this answers, if it was readable.
     pub id: Option<RequestId>,

@@ -13,6 +13,7 @@
 //! - [`meta`]: the modern per-request `_meta` keys and their parsing.
 //! - [`logging`]: log levels (RFC 5424) and `notifications/message`.
 //! - [`params`]: parameters of the requests and notifications a server receives.
+//! - [`resources`]: resources, resource templates, prompts and completion.
 //!
 //! Types serialize to the exact wire shape (camelCase, optional fields omitted). Unknown
 //! fields in JSON Schemas are kept: schemas are plain `serde_json::Value`s.
@@ -23,6 +24,7 @@ pub mod logging;
 pub mod meta;
 pub mod method;
 pub mod params;
+pub mod resources;
 pub mod tool;
 pub mod version;
 

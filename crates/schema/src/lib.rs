@@ -37,12 +37,14 @@
 //! Layout:
 //! - [`dialect`](crate::Dialect) (`dialect.rs`): the dialects and [`dialect_of`];
 //! - `refscan.rs`: the pre-scan that refuses references needing retrieval;
+//! - `pointer.rs`: JSON Pointer building, decoding and report order;
 //! - `validator.rs`: [`Options`], [`Validator`], and translating `jsonschema`'s errors;
 //! - `violation.rs`: [`Violation`], its ordering and messages, [`format_violations`];
 //! - `error.rs`: [`SchemaError`], the crate's one error type.
 
 mod dialect;
 mod error;
+mod pointer;
 mod refscan;
 mod validator;
 mod violation;

@@ -7,10 +7,9 @@
 //! and records each resource the document defines. A reference is local when
 //! it resolves, against its base, to one of those resources (or to a
 //! meta-schema `jsonschema` bundles for the document's dialect); anything
-//! else is
-//! [`SchemaError::ExternalRef`] with the pointer of the reference keyword.
-//!
-//! Whether a local fragment or anchor actually exists is left to
+//! else is [`SchemaError::ExternalRef`] with the pointer of the reference
+//! keyword. A JSON Pointer fragment must lead somewhere in the document, and
+//! what it leads to is scanned too; whether an anchor exists is left to
 //! `jsonschema`, which reports a dangling one as an invalid schema.
 
 use std::collections::{HashMap, HashSet};
@@ -20,6 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::SchemaError;
 use crate::dialect::{Dialect, is_bundled_meta_schema};
+use crate::pointer::{percent_decode, push_segment};
 
 /// The base URI of a document without `$id`; the one `jsonschema` uses too.
 const DEFAULT_BASE: &str = "json-schema:///";
@@ -99,31 +99,6 @@ pub(crate) fn check_references(schema: &Value, dialect: Dialect) -> Result<(), S
         scan.walk(target, &mut target_pointer, &base, dialect, false)?;
     }
     Ok(())
-}
-
-/// `%XX` escapes decoded; anything malformed is kept as written.
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|pair| {
-            std::str::from_utf8(pair)
-                .ok()
-                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-        });
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
 }
 
 /// One reference keyword: what it says, where it is, what it resolves against.
@@ -344,18 +319,6 @@ fn strip_fragment(uri: &Uri<String>) -> String {
         .to_owned()
 }
 
-/// Append one JSON Pointer segment, escaped per RFC 6901.
-pub(crate) fn push_segment(pointer: &mut String, segment: &str) {
-    pointer.push('/');
-    for ch in segment.chars() {
-        match ch {
-            '~' => pointer.push_str("~0"),
-            '/' => pointer.push_str("~1"),
-            _ => pointer.push(ch),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,13 +412,5 @@ mod tests {
             matches!(&err, SchemaError::Invalid { pointer, .. } if pointer == "/properties/a/$ref"),
             "{err:?}"
         );
-    }
-
-    #[test]
-    fn push_segment_escapes() {
-        let mut pointer = String::new();
-        push_segment(&mut pointer, "a/b~c");
-        push_segment(&mut pointer, "0");
-        assert_eq!(pointer, "/a~1b~0c/0");
     }
 }

@@ -122,6 +122,8 @@ reports! {
     format_message: {"format": "email"}, "nope" => r#"/: "nope" is not a valid "email""#;
     max_items: {"maxItems": 1}, [1, 2] => "/: [1,2] has more than 1 item";
     unique_items: {"uniqueItems": true}, [1, 1] => "/: [1,1] has non-unique items";
+    any_of_reasons: {"properties": {"v": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]}}}, {"v": [1, "x"]} => r#"/v: [1,"x"] does not match any of the "anyOf" schemas: [1,"x"] is not of type "string"; at /v/1: "x" is not of type "integer""#;
+    one_of_reasons: {"oneOf": [{"minimum": 10}, {"const": 3}]}, 5 => r#"/: 5 does not match any of the "oneOf" schemas: 5 is less than the minimum of 10; 5 is not the expected value 3"#;
     escaped_pointer: {"properties": {"a/b": {"type": "string"}}}, {"a/b": 1} => r#"/a~1b: 1 is not of type "string""#;
     draft4_exclusive: {"$schema": D4, "maximum": 5, "exclusiveMaximum": true}, 5 => "/: 5 is not less than the exclusive maximum of 5";
     long_value_shortened: {"maxLength": 3}, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" => r#"/: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…" (100 characters) is longer than the maximum length of 3 characters"#;

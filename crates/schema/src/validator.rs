@@ -12,11 +12,12 @@ use crate::violation::{Violation, show};
 
 /// How to compile a schema. `Options::default()` asserts formats and reads
 /// the dialect from `$schema`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Whether `format` is asserted (`"date-time"`, `"email"`, `"uri"`,
     /// `"ipv4"`, `"uuid"`, ...) rather than only annotated, in every dialect.
-    /// Unknown formats are always ignored. Default `true`.
+    /// Unknown formats are always ignored, and so are `idn-email` and
+    /// `idn-hostname` (`jsonschema`'s `idna` feature is off). Default `true`.
     pub validate_formats: bool,
     /// Compile under this dialect whatever `$schema` says (an unsupported
     /// root `$schema` is then not an error). Default `None`.

@@ -38,38 +38,9 @@ impl Ord for Violation {
     /// By pointer, then message. Pointers compare segment by segment, array
     /// indices numerically, so `/tags/2` sorts before `/tags/10`.
     fn cmp(&self, other: &Self) -> Ordering {
-        compare_pointers(&self.pointer, &other.pointer)
+        crate::pointer::compare(&self.pointer, &other.pointer)
             .then_with(|| self.message.cmp(&other.message))
     }
-}
-
-fn compare_pointers(a: &str, b: &str) -> Ordering {
-    let mut left = a.split('/');
-    let mut right = b.split('/');
-    loop {
-        match (left.next(), right.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => {
-                let order = match (index_of(x), index_of(y)) {
-                    (Some(i), Some(j)) => i.cmp(&j).then_with(|| x.cmp(y)),
-                    _ => x.cmp(y),
-                };
-                if order != Ordering::Equal {
-                    return order;
-                }
-            }
-        }
-    }
-}
-
-/// A pointer segment read as an array index (digits only, as RFC 6901 writes them).
-fn index_of(segment: &str) -> Option<u128> {
-    if segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    segment.parse().ok()
 }
 
 /// The violations, one per line, in the order given.
@@ -99,18 +70,55 @@ impl Violation {
 /// Longest rendering of a value in a message, in characters, before it is cut.
 const MAX_VALUE_CHARS: usize = 80;
 
-/// `value` as JSON, cut to [`MAX_VALUE_CHARS`] with `…`; a long string also says how long it was.
+/// `value` as JSON, cut to [`MAX_VALUE_CHARS`] with `…`; a long string also
+/// says how long it was. Only the shown prefix is ever serialised, so a huge
+/// value costs no more than a small one.
 pub(crate) fn show(value: &Value) -> String {
-    let full = value.to_string();
-    if full.chars().count() <= MAX_VALUE_CHARS {
-        return full;
+    let mut capped = Capped {
+        bytes: Vec::new(),
+        // Enough bytes for MAX_VALUE_CHARS + 1 characters of any width.
+        limit: (MAX_VALUE_CHARS + 1) * 4,
+    };
+    // An error here only means the cap was reached.
+    let _ = serde_json::to_writer(&mut capped, value);
+    let text = String::from_utf8_lossy(&capped.bytes);
+    if text.chars().count() <= MAX_VALUE_CHARS {
+        return text.into_owned();
     }
-    let cut: String = full.chars().take(MAX_VALUE_CHARS - 1).collect();
+    let cut: String = text.chars().take(MAX_VALUE_CHARS - 1).collect();
     match value {
         Value::String(text) => format!("{cut}…\" ({} characters)", text.chars().count()),
-        Value::Array(items) => format!("{cut}… (an array of {} items)", items.len()),
-        Value::Object(map) => format!("{cut}… (an object with {} properties)", map.len()),
+        Value::Array(items) => format!(
+            "{cut}… (an array of {})",
+            plural(items.len() as u64, "item", "items")
+        ),
+        Value::Object(map) => format!(
+            "{cut}… (an object with {})",
+            plural(map.len() as u64, "property", "properties")
+        ),
         _ => format!("{cut}…"),
+    }
+}
+
+/// A writer that keeps the first `limit` bytes and then refuses more.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let room = self.limit - self.bytes.len();
+        if room == 0 {
+            return Err(std::io::Error::other("message value cap reached"));
+        }
+        let taken = room.min(buf.len());
+        self.bytes.extend_from_slice(&buf[..taken]);
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -136,6 +144,33 @@ fn enum_options(options: &Value) -> String {
         shown.push(format!("… ({} more)", items.len() - SHOWN));
     }
     shown.join(", ")
+}
+
+/// Why each `anyOf`/`oneOf` branch failed: its first violation (in report
+/// order), with its pointer when it is deeper than the `anyOf` itself.
+fn branch_reasons(error: &ValidationError<'_>, branches: &[Vec<ValidationError<'_>>]) -> String {
+    const SHOWN: usize = 4;
+    let here = error.instance_path().as_str();
+    let mut reasons: Vec<String> = branches
+        .iter()
+        .take(SHOWN)
+        .filter_map(|branch| {
+            let first = branch.iter().min_by(|a, b| {
+                crate::pointer::compare(a.instance_path().as_str(), b.instance_path().as_str())
+            })?;
+            let at = first.instance_path().as_str();
+            let message = render(first);
+            Some(if at == here {
+                message
+            } else {
+                format!("at {at}: {message}")
+            })
+        })
+        .collect();
+    if branches.len() > SHOWN {
+        reasons.push(format!("… ({} more)", branches.len() - SHOWN));
+    }
+    reasons.join("; ")
 }
 
 fn render(error: &ValidationError<'_>) -> String {
@@ -243,12 +278,14 @@ fn render(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::Not { schema } => {
             format!("{value} must not match the schema {}", show(schema))
         }
-        ValidationErrorKind::AnyOf { .. } => {
-            format!("{value} does not match any of the \"anyOf\" schemas")
-        }
-        ValidationErrorKind::OneOfNotValid { .. } => {
-            format!("{value} does not match any of the \"oneOf\" schemas")
-        }
+        ValidationErrorKind::AnyOf { context } => format!(
+            "{value} does not match any of the \"anyOf\" schemas: {}",
+            branch_reasons(error, context)
+        ),
+        ValidationErrorKind::OneOfNotValid { context } => format!(
+            "{value} does not match any of the \"oneOf\" schemas: {}",
+            branch_reasons(error, context)
+        ),
         ValidationErrorKind::OneOfMultipleValid { .. } => {
             format!("{value} matches more than one of the \"oneOf\" schemas")
         }
@@ -289,23 +326,26 @@ mod tests {
         }
     }
 
-    macro_rules! orders {
-        ($($name:ident: $a:expr, $b:expr => $expected:expr;)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!($a.cmp(&$b), $expected);
-            }
-        )*};
-    }
-
-    orders! {
-        root_before_child: v("", "z"), v("/a", "a") => Ordering::Less;
-        index_numeric: v("/tags/2", "m"), v("/tags/10", "m") => Ordering::Less;
-        names_lexical: v("/b", "m"), v("/a", "m") => Ordering::Greater;
-        parent_before_child: v("/a", "z"), v("/a/b", "a") => Ordering::Less;
-        then_message: v("/a", "x"), v("/a", "y") => Ordering::Less;
-        leading_zero_distinct: v("/a/01", "m"), v("/a/1", "m") => Ordering::Less;
-        equal: v("/a/0", "m"), v("/a/0", "m") => Ordering::Equal;
+    #[test]
+    fn orders_by_pointer_then_message() {
+        let mut list = vec![
+            v("/b", "a"),
+            v("/a/10", "a"),
+            v("/a/2", "z"),
+            v("/a/2", "b"),
+            v("", "q"),
+        ];
+        list.sort();
+        assert_eq!(
+            list,
+            vec![
+                v("", "q"),
+                v("/a/2", "b"),
+                v("/a/2", "z"),
+                v("/a/10", "a"),
+                v("/b", "a")
+            ]
+        );
     }
 
     macro_rules! displays {
@@ -347,5 +387,8 @@ mod tests {
         show_number: json!(12.5) => "12.5";
         show_long_string: json!("a".repeat(200)) => format!("\"{}…\" (200 characters)", "a".repeat(78));
         show_long_array: json!(vec![1; 100]) => format!("[{}… (an array of 100 items)", "1,".repeat(39));
+        show_huge_object: json!({"k": "é".repeat(100_000)}) => format!("{{\"k\":\"{}… (an object with 1 property)", "é".repeat(73));
+        show_exactly_limit: json!("a".repeat(78)) => format!("\"{}\"", "a".repeat(78));
+        show_multibyte_string: json!("é".repeat(100)) => format!("\"{}…\" (100 characters)", "é".repeat(78));
     }
 }

@@ -39,6 +39,11 @@ pub struct Config {
     pub roots: Vec<PathBuf>,
     /// How long calls in flight may still run after the client hung up.
     pub shutdown_grace: Duration,
+    /// Secret that seals modern `requestState`s; replicas behind one load balancer must
+    /// share it. `None`: a random key per process.
+    pub state_secret: Option<String>,
+    /// How long a `requestState` stays valid.
+    pub request_state_ttl: Duration,
 }
 
 impl Default for Config {
@@ -54,6 +59,8 @@ impl Default for Config {
             instructions: None,
             roots: Vec::new(),
             shutdown_grace: Duration::from_secs(5),
+            state_secret: None,
+            request_state_ttl: Duration::from_secs(600),
         }
     }
 }

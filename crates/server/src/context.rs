@@ -3,10 +3,10 @@
 
 use crate::error::ClientRequestError;
 use crate::session::{Outbound, Session};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::RequestId;
@@ -31,6 +31,20 @@ pub(crate) struct Scope {
     pub client_capabilities: ClientCapabilities,
     pub roots: Arc<Vec<PathBuf>>,
     pub client_timeout: Duration,
+    pub inputs: Inputs,
+}
+
+/// Modern-era multi-round-trip state of one request.
+#[derive(Default)]
+pub(crate) struct Inputs {
+    /// Answers from earlier rounds and this request's `inputResponses`.
+    pub answers: Map<String, Value>,
+    /// Questions asked in this round, by key.
+    pub asked: Mutex<Map<String, Value>>,
+    /// Counts requests per round so each gets a stable key.
+    pub counter: AtomicUsize,
+    /// A capability a request needed that the client did not declare.
+    pub missing_capability: Mutex<Option<&'static str>>,
 }
 
 impl ToolContext {
@@ -60,6 +74,7 @@ impl ToolContext {
             client_capabilities: ClientCapabilities::default(),
             roots: Arc::new(roots),
             client_timeout: Duration::from_secs(30),
+            inputs: Inputs::default(),
         })
     }
 
@@ -150,32 +165,54 @@ impl ToolContext {
         }
     }
 
-    /// Sends a request to a legacy client (`sampling/createMessage`, `elicitation/create`,
-    /// `roots/list`) and waits for the answer, within the client timeout.
+    /// Asks the client: `sampling/createMessage`, `elicitation/create` or `roots/list`.
+    ///
+    /// Legacy clients get a real request and this waits for the answer (within the client
+    /// timeout). Modern clients cannot be sent requests: the first time, this returns
+    /// [`ClientRequestError::InputRequired`] and the call ends with an `input_required`
+    /// result carrying the question; when the client retries with its answer, the same call
+    /// made in the same order returns it. Either way a client that did not declare the
+    /// capability gets [`ClientRequestError::NotSupported`] (modern: -32021).
     pub async fn request_client(
         &self,
         method: &str,
         params: Value,
     ) -> Result<Value, ClientRequestError> {
-        let needed = match method {
-            "sampling/createMessage" => Some((
+        let (cap, declared) = match method {
+            "sampling/createMessage" => (
                 "sampling",
                 self.inner.client_capabilities.sampling.is_some(),
-            )),
-            "elicitation/create" => Some((
+            ),
+            "elicitation/create" => (
                 "elicitation",
                 self.inner.client_capabilities.elicitation.is_some(),
-            )),
-            "roots/list" => Some(("roots", self.inner.client_capabilities.roots.is_some())),
-            _ => None,
+            ),
+            "roots/list" => ("roots", self.inner.client_capabilities.roots.is_some()),
+            _ => ("", true),
         };
-        if let Some((cap, false)) = needed {
+        if !declared {
+            *self
+                .inner
+                .inputs
+                .missing_capability
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(cap);
             return Err(ClientRequestError::NotSupported(cap));
         }
         if self.inner.version.is_modern() {
-            return Err(ClientRequestError::NotSupported(
-                "server-to-client requests (modern era)",
-            ));
+            let inputs = &self.inner.inputs;
+            let n = inputs.counter.fetch_add(1, Ordering::Relaxed);
+            let short = method.rsplit('/').next().unwrap_or(method);
+            let key = format!("{}-{n}", if cap.is_empty() { short } else { cap });
+            if let Some(answer) = inputs.answers.get(&key) {
+                return Ok(answer.clone());
+            }
+            inputs
+                .asked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, json!({"method": method, "params": params}));
+            return Err(ClientRequestError::InputRequired);
         }
         let raw = self
             .inner
@@ -191,13 +228,41 @@ impl ToolContext {
         serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::BadResponse(e.to_string()))
     }
 
-    /// The client's roots as `file://` URIs, for a legacy client that declared `roots`;
-    /// `None` when the client has none to offer. Cached until the client says they changed.
+    /// Questions this call asked a modern client and has no answer for yet.
+    pub(crate) fn pending_inputs(&self) -> Map<String, Value> {
+        self.inner
+            .inputs
+            .asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// A capability a request needed that the client did not declare.
+    pub(crate) fn missing_capability(&self) -> Option<&'static str> {
+        *self
+            .inner
+            .inputs
+            .missing_capability
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Answers gathered so far (for sealing into the next `requestState`).
+    pub(crate) fn answers(&self) -> &Map<String, Value> {
+        &self.inner.inputs.answers
+    }
+
+    /// The client's roots as `file://` URIs, for a client that declared `roots`; `None`
+    /// when the client has none to offer. Legacy: cached until the client says they changed.
+    /// Modern: asked through an `input_required` round trip.
     pub async fn client_roots(&self) -> Result<Option<Arc<Vec<String>>>, ClientRequestError> {
-        if self.inner.version.is_modern() || !self.inner.client_capabilities.has_roots() {
+        if !self.inner.client_capabilities.has_roots() {
             return Ok(None);
         }
-        if let Some(cached) = self.inner.session.cached_roots() {
+        if !self.inner.version.is_modern()
+            && let Some(cached) = self.inner.session.cached_roots()
+        {
             return Ok(Some(cached));
         }
         let v = self.request_client("roots/list", json!({})).await?;
@@ -211,7 +276,9 @@ impl ToolContext {
             })
             .unwrap_or_default();
         let uris = Arc::new(uris);
-        self.inner.session.set_cached_roots(Some(uris.clone()));
+        if !self.inner.version.is_modern() {
+            self.inner.session.set_cached_roots(Some(uris.clone()));
+        }
         Ok(Some(uris))
     }
 }

@@ -9,7 +9,7 @@ use crate::config::InputErrorMode;
 use crate::context::{Scope, ToolContext};
 use crate::error::ToolError;
 use crate::registry::Entry;
-use crate::server::Server;
+use crate::server::{Event, Server};
 use crate::session::{Negotiated, Outbound, Session};
 use futures_util::FutureExt;
 use serde::de::DeserializeOwned;
@@ -47,7 +47,7 @@ pub enum Handled {
 
 /// The era a request belongs to.
 #[derive(Debug, Clone)]
-enum Era {
+pub(crate) enum Era {
     Legacy(ProtocolVersion),
     Modern {
         version: ProtocolVersion,
@@ -57,18 +57,18 @@ enum Era {
 }
 
 impl Era {
-    fn version(&self) -> ProtocolVersion {
+    pub(crate) fn version(&self) -> ProtocolVersion {
         match self {
             Era::Legacy(v) => *v,
             Era::Modern { version, .. } => *version,
         }
     }
-    fn is_modern(&self) -> bool {
+    pub(crate) fn is_modern(&self) -> bool {
         matches!(self, Era::Modern { .. })
     }
 }
 
-fn error_line(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u8> {
+pub(crate) fn error_line(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u8> {
     let mut buf = Vec::with_capacity(96);
     jsonrpc::write_error(&mut buf, id, error);
     buf
@@ -86,11 +86,16 @@ fn raw_result_line(id: &RequestId, result: &[u8]) -> Vec<u8> {
     buf
 }
 
-fn error_reply(id: &RequestId, error: ErrorObject) -> Handled {
+/// Nothing is sent for a call that was cancelled meanwhile.
+fn reply_or_cancelled(ctx: &ToolContext, reply: Vec<u8>) -> Option<Vec<u8>> {
+    (!ctx.is_cancelled()).then_some(reply)
+}
+
+pub(crate) fn error_reply(id: &RequestId, error: ErrorObject) -> Handled {
     Handled::Reply(error_line(Some(id), &error))
 }
 
-fn parse_params<T: DeserializeOwned + Default>(
+pub(crate) fn parse_params<T: DeserializeOwned + Default>(
     params: Option<&RawValue>,
 ) -> Result<T, ErrorObject> {
     match params {
@@ -100,7 +105,9 @@ fn parse_params<T: DeserializeOwned + Default>(
     }
 }
 
-fn parse_required<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+pub(crate) fn parse_required<T: DeserializeOwned>(
+    params: Option<&RawValue>,
+) -> Result<T, ErrorObject> {
     match params {
         None => Err(ErrorObject::invalid_params("params are required")),
         Some(raw) => serde_json::from_str(raw.get())
@@ -242,7 +249,11 @@ impl Server {
         }
     }
 
-    fn era(&self, session: &Session, meta: Option<&RequestMeta>) -> Result<Era, ErrorObject> {
+    pub(crate) fn era(
+        &self,
+        session: &Session,
+        meta: Option<&RequestMeta>,
+    ) -> Result<Era, ErrorObject> {
         if let Some(meta) = meta
             && let Some(v) = meta.protocol_version.as_deref()
         {
@@ -256,7 +267,7 @@ impl Server {
                     })?;
                     Ok(Era::Modern {
                         version,
-                        capabilities,
+                        capabilities: Box::new(capabilities),
                         log_level: meta.log_level,
                     })
                 }
@@ -278,17 +289,19 @@ impl Server {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
+        let mut caps = ServerCapabilities {
             tools: Some(ToolsCapability {
                 list_changed: Some(true),
             }),
             logging: Some(Map::new()),
             ..Default::default()
-        }
+        };
+        self.capabilities_catalog(&mut caps);
+        caps
     }
 
     /// Serializes a result, adding what the modern era requires (`resultType`, serverInfo).
-    fn result_line(&self, id: &RequestId, era: &Era, mut value: Value) -> Vec<u8> {
+    pub(crate) fn result_line(&self, id: &RequestId, era: &Era, mut value: Value) -> Vec<u8> {
         if era.is_modern()
             && let Some(obj) = value.as_object_mut()
         {
@@ -310,6 +323,7 @@ impl Server {
         params: Option<&RawValue>,
         sink: &Arc<dyn Outbound>,
     ) -> Handled {
+        let raw_method = method;
         let method = Method::parse(method);
         let outcome = match method {
             Method::ToolsCall => return self.tools_call(session, id, params, sink),
@@ -319,29 +333,50 @@ impl Server {
             Method::ToolsList => self.tools_list(session, &id, params),
             Method::LoggingSetLevel => self.set_level(session, &id, params),
             Method::SubscriptionsListen => return self.listen(session, id, params, sink),
-            Method::Unknown(_)
-            | Method::ResourcesList
-            | Method::ResourceTemplatesList
-            | Method::ResourcesRead
-            | Method::ResourcesSubscribe
-            | Method::ResourcesUnsubscribe
-            | Method::PromptsList
-            | Method::PromptsGet
-            | Method::Complete
-            | Method::Initialized
-            | Method::Cancelled
-            | Method::Progress
-            | Method::RootsListChanged => {
-                let name = match method {
-                    Method::Unknown(n) => n.to_owned(),
-                    _ => format!("{method:?}"),
+            Method::ResourcesList | Method::ResourceTemplatesList | Method::PromptsList
+                if self.catalog_serves(method) =>
+            {
+                let which = match method {
+                    Method::ResourcesList => "resources",
+                    Method::ResourceTemplatesList => "resourceTemplates",
+                    _ => "prompts",
                 };
-                Err(ErrorObject::method_not_found(&name))
+                self.catalog_list(session, &id, params, which)
             }
+            Method::ResourcesRead if self.catalog_serves(method) => {
+                return self.resources_read(session, id, params, sink);
+            }
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe
+                if self.catalog_serves(method) =>
+            {
+                self.resource_subscription(
+                    session,
+                    &id,
+                    params,
+                    method == Method::ResourcesSubscribe,
+                )
+            }
+            Method::PromptsGet if self.catalog_serves(method) => {
+                return self.prompts_get(session, id, params, sink);
+            }
+            Method::Complete if self.catalog_serves(method) => self.complete(session, &id, params),
+            // Unknown methods, methods of capabilities this server does not advertise, and
+            // notification names sent as requests.
+            _ => Err(ErrorObject::method_not_found(raw_method)),
         };
         match outcome {
             Ok(line) => Handled::Reply(line),
             Err(e) => error_reply(&id, e),
+        }
+    }
+
+    /// True when the capability behind a resources/prompts/completion method is advertised.
+    fn catalog_serves(&self, method: Method<'_>) -> bool {
+        let c = &self.inner.catalog;
+        match method {
+            Method::PromptsList | Method::PromptsGet => c.has_prompts(),
+            Method::Complete => c.has_prompts() || c.has_resources(),
+            _ => c.has_resources(),
         }
     }
 
@@ -572,62 +607,163 @@ impl Server {
             };
         }
 
-        let cancel = CancellationToken::new();
         let meta = p.meta.unwrap_or_default();
-        let ctx = ToolContext::new(Scope {
+        // Modern multi-round-trip: answers from the sealed state plus this round's.
+        let mut answers = Map::new();
+        let args_copy = era.is_modern().then(|| args.clone());
+        if let (Some(state), Some(args)) = (&p.request_state, &args_copy) {
+            match self
+                .inner
+                .state_key
+                .open(state, "tools/call", &p.name, args)
+            {
+                Ok(payload) => answers = payload.a,
+                Err(why) => return error_reply(&id, ErrorObject::invalid_params(why)),
+            }
+        }
+        if era.is_modern() {
+            answers.extend(p.input_responses.unwrap_or_default());
+        }
+        let cancel = CancellationToken::new();
+        let ctx = self.context(
+            session,
+            &id,
+            &era,
+            meta,
+            sink,
+            &cancel,
+            capabilities,
+            answers,
+        );
+        let server = self.clone();
+        let reply_id = id.clone();
+        let fut = async move {
+            let outcome = AssertUnwindSafe(entry.handler.call(args, ctx.clone()))
+                .catch_unwind()
+                .await;
+            server.finish(&reply_id, &era, &entry, &ctx, args_copy.as_ref(), outcome)
+        };
+        let what = format!("tool {}", p.name);
+        self.drive(session, id, cancel, what, Box::pin(fut))
+    }
+
+    /// Builds the context of one request.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn context(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        era: &Era,
+        meta: RequestMeta,
+        sink: &Arc<dyn Outbound>,
+        cancel: &CancellationToken,
+        client_capabilities: ClientCapabilities,
+        answers: Map<String, Value>,
+    ) -> ToolContext {
+        ToolContext::new(Scope {
             request_id: id.clone(),
             version: era.version(),
             cancel: cancel.clone(),
             progress_token: meta.progress_token,
             last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
-            modern_log_level: match &era {
+            modern_log_level: match era {
                 Era::Modern { log_level, .. } => *log_level,
                 Era::Legacy(_) => None,
             },
             sink: sink.clone(),
             session: session.clone(),
-            client_capabilities: capabilities,
+            client_capabilities,
             roots: self.inner.roots.clone(),
             client_timeout: self.inner.config.client_request_timeout,
-        });
-        let running = entry.clone();
-        let mut fut = Box::pin(
-            AssertUnwindSafe(async move { running.handler.call(args, ctx).await }).catch_unwind(),
-        );
+            inputs: crate::context::Inputs {
+                answers,
+                ..Default::default()
+            },
+        })
+    }
 
-        // Most calls finish without waiting on anything: poll once here and answer at once,
-        // without a task, a timer or a cancellation entry.
+    /// Runs the future that produces a request's reply. Most finish without waiting on
+    /// anything, so it is polled once right here and answered at once, with no task, timer
+    /// or cancellation entry. One that must wait is tracked (so `notifications/cancelled`
+    /// reaches it), bounded by the call timeout, and cancelled if it is dropped.
+    pub(crate) fn drive(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        cancel: CancellationToken,
+        what: String,
+        fut: ReplyFuture,
+    ) -> Handled {
+        let mut fut = fut;
         let mut cx = Context::from_waker(Waker::noop());
-        if let Poll::Ready(outcome) = fut.as_mut().poll(&mut cx) {
-            return match self.finish(&id, &era, &entry, outcome) {
-                Some(line) => Handled::Reply(line),
-                None => Handled::Nothing,
-            };
+        if let Poll::Ready(reply) = fut.as_mut().poll(&mut cx) {
+            return reply.map_or(Handled::Nothing, Handled::Reply);
         }
         session.track(id.clone(), cancel.clone());
-        let server = self.clone();
         let session = session.clone();
         let timeout = self.inner.config.call_timeout;
         Handled::Later(Box::pin(async move {
             // Dropping this future (an HTTP client closed its stream) cancels the call too.
-            let _cancel_on_drop = cancel.clone().drop_guard();
+            let cancel_on_drop = cancel.clone().drop_guard();
             let reply = tokio::select! {
-                outcome = &mut fut => server.finish(&id, &era, &entry, outcome),
+                reply = &mut fut => reply,
                 _ = cancel.cancelled() => None,
                 _ = tokio::time::sleep(timeout) => {
                     cancel.cancel();
                     let e = ErrorObject::new(
                         code::REQUEST_TIMEOUT,
-                        format!("tool {} did not finish within {timeout:?} and was cancelled", entry.definition.name),
+                        format!("{what} did not finish within {timeout:?} and was cancelled"),
                     );
                     Some(error_line(Some(&id), &e))
                 }
             };
             drop(fut);
             session.untrack(&id);
-            _cancel_on_drop.disarm();
+            cancel_on_drop.disarm();
             reply
         }))
+    }
+
+    /// The reply for a modern call that asked the client something it has no answer for
+    /// (`input_required`), or that needs a capability the request did not declare.
+    pub(crate) fn input_reply(
+        &self,
+        id: &RequestId,
+        era: &Era,
+        ctx: &ToolContext,
+        method: &str,
+        target: &str,
+        args: Option<&Value>,
+    ) -> Option<Vec<u8>> {
+        if !era.is_modern() {
+            return None;
+        }
+        if let Some(cap) = ctx.missing_capability() {
+            let e = ErrorObject::new(
+                code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!(
+                    "{target} needs the client capability {cap}, which this request did not declare"
+                ),
+            )
+            .with_data(json!({"requiredCapabilities": {cap: {}}}));
+            return Some(error_line(Some(id), &e));
+        }
+        let asked = ctx.pending_inputs();
+        if asked.is_empty() {
+            return None;
+        }
+        let null = Value::Null;
+        let payload = crate::mrtr::StateKey::payload(
+            method,
+            target,
+            args.unwrap_or(&null),
+            self.inner.config.request_state_ttl,
+            ctx.answers().clone(),
+        );
+        let state = self.inner.state_key.seal(&payload);
+        let value =
+            json!({"resultType": "input_required", "inputRequests": asked, "requestState": state});
+        Some(self.result_line(id, era, value))
     }
 
     fn call_result_line(&self, id: &RequestId, era: &Era, r: CallToolResult) -> Vec<u8> {
@@ -650,9 +786,14 @@ impl Server {
         id: &RequestId,
         era: &Era,
         entry: &Entry,
+        ctx: &ToolContext,
+        args: Option<&Value>,
         outcome: std::thread::Result<Result<CallToolResult, ToolError>>,
     ) -> Option<Vec<u8>> {
         let name = &entry.definition.name;
+        if let Some(reply) = self.input_reply(id, era, ctx, "tools/call", name, args) {
+            return reply_or_cancelled(ctx, reply);
+        }
         let result = match outcome {
             Err(panic) => {
                 let why = panic
@@ -712,11 +853,23 @@ impl Server {
         sink: &Arc<dyn Outbound>,
     ) -> Handled {
         #[derive(serde::Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct Filter {
+            #[serde(default)]
+            tools_list_changed: bool,
+            #[serde(default)]
+            prompts_list_changed: bool,
+            #[serde(default)]
+            resources_list_changed: bool,
+            #[serde(default)]
+            resource_subscriptions: Vec<String>,
+        }
+        #[derive(serde::Deserialize, Default)]
         struct ListenParams {
             #[serde(default, rename = "_meta")]
             meta: Option<RequestMeta>,
             #[serde(default)]
-            notifications: Option<Map<String, Value>>,
+            notifications: Filter,
         }
         let p: ListenParams = match parse_required(params) {
             Ok(p) => p,
@@ -729,18 +882,32 @@ impl Server {
             },
             _ => return error_reply(&id, ErrorObject::method_not_found("subscriptions/listen")),
         };
-        let wants_tools = p
-            .notifications
-            .as_ref()
-            .and_then(|n| n.get("toolsListChanged"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let mut f = p.notifications;
+        // Only what this server can report is honoured.
+        let has_resources = self.inner.catalog.has_resources();
+        f.prompts_list_changed &= self.inner.catalog.has_prompts();
+        f.resources_list_changed &= has_resources;
+        if !has_resources {
+            f.resource_subscriptions.clear();
+        }
         let cancel = CancellationToken::new();
         session.track(id.clone(), cancel.clone());
         let sub_meta = json!({ toolwright_protocol::meta::SUBSCRIPTION_ID: id });
         let mut honoured = Map::new();
-        if wants_tools {
-            honoured.insert("toolsListChanged".into(), json!(true));
+        for (key, on) in [
+            ("toolsListChanged", f.tools_list_changed),
+            ("promptsListChanged", f.prompts_list_changed),
+            ("resourcesListChanged", f.resources_list_changed),
+        ] {
+            if on {
+                honoured.insert(key.into(), json!(true));
+            }
+        }
+        if !f.resource_subscriptions.is_empty() {
+            honoured.insert(
+                "resourceSubscriptions".into(),
+                json!(f.resource_subscriptions),
+            );
         }
         let mut ack = Vec::new();
         jsonrpc::write_notification(
@@ -750,31 +917,47 @@ impl Server {
         )
         .expect("serializes");
         sink.send(ack);
-        let mut changes = self.inner.tools_changed.subscribe();
-        changes.mark_unchanged();
+        let mut events = self.inner.events.subscribe();
         let sink = sink.clone();
         let session = session.clone();
         let server = self.clone();
         Handled::Later(Box::pin(async move {
             let closed = session.closed_token().clone();
+            let end =
+                |server: &Server| Some(server.result_line(&id, &era, json!({"_meta": sub_meta})));
             let reply = loop {
-                tokio::select! {
+                let event = tokio::select! {
                     _ = cancel.cancelled() => break None,
-                    _ = closed.cancelled() => {
-                        break Some(server.result_line(&id, &era, json!({"_meta": sub_meta})));
-                    }
-                    r = changes.changed() => {
-                        if r.is_err() {
-                            break Some(server.result_line(&id, &era, json!({"_meta": sub_meta})));
-                        }
-                        if wants_tools {
-                            let mut line = Vec::new();
-                            jsonrpc::write_notification(&mut line, "notifications/tools/list_changed", &json!({"_meta": sub_meta}))
-                                .expect("serializes");
-                            sink.send(line);
-                        }
-                    }
-                }
+                    _ = closed.cancelled() => break end(&server),
+                    e = events.recv() => e,
+                };
+                let event = match event {
+                    Ok(e) => e,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => break end(&server),
+                };
+                let (method, params) = match &event {
+                    Event::ToolsChanged if f.tools_list_changed => (
+                        "notifications/tools/list_changed",
+                        json!({"_meta": sub_meta}),
+                    ),
+                    Event::PromptsChanged if f.prompts_list_changed => (
+                        "notifications/prompts/list_changed",
+                        json!({"_meta": sub_meta}),
+                    ),
+                    Event::ResourcesChanged if f.resources_list_changed => (
+                        "notifications/resources/list_changed",
+                        json!({"_meta": sub_meta}),
+                    ),
+                    Event::ResourceUpdated(uri) if f.resource_subscriptions.contains(uri) => (
+                        "notifications/resources/updated",
+                        json!({"uri": uri, "_meta": sub_meta}),
+                    ),
+                    _ => continue,
+                };
+                let mut line = Vec::new();
+                jsonrpc::write_notification(&mut line, method, &params).expect("serializes");
+                sink.send(line);
             };
             session.untrack(&id);
             reply

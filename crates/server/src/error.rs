@@ -51,6 +51,18 @@ pub enum RegisterError {
         /// What the root's `type` was.
         found: String,
     },
+    /// A resource with this URI (or a template with this pattern) already exists.
+    #[error("a resource {uri:?} is already registered")]
+    DuplicateResource {
+        /// The URI or template.
+        uri: String,
+    },
+    /// A resource template that is not a valid RFC 6570 level-1 template.
+    #[error("invalid URI template {template:?}")]
+    InvalidTemplate {
+        /// The template.
+        template: String,
+    },
     /// A schema does not compile (invalid, unsupported dialect, or a network `$ref`).
     #[error("tool {name:?}: {which} does not compile: {source}")]
     Schema {
@@ -80,7 +92,21 @@ pub enum ClientRequestError {
     /// The connection is gone.
     #[error("the connection to the client is closed")]
     Closed,
+    /// Modern era: the answer is not in this request yet; the call ends with an
+    /// `input_required` result asking for it. Return this error (or any error) from the
+    /// tool: the server replaces the outcome with the question.
+    #[error("input required from the client")]
+    InputRequired,
     /// The client's answer could not be read.
     #[error("the client's answer could not be read: {0}")]
     BadResponse(String),
+}
+
+impl From<ClientRequestError> for ToolError {
+    fn from(e: ClientRequestError) -> Self {
+        match e {
+            ClientRequestError::InputRequired => ToolError::Cancelled,
+            other => ToolError::Failed(other.to_string()),
+        }
+    }
 }

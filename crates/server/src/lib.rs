@@ -20,23 +20,29 @@
 //! - [`dispatch`]: one `match` over the methods, era resolution, the call path.
 //! - [`session`]: per-connection state and the [`Outbound`] sink trait.
 //! - [`stdio`]: newline-delimited JSON-RPC over stdin/stdout.
+//! - [`catalog`]: resources, resource templates and prompts.
+//! - [`mrtr`]: modern `input_required` round trips and the sealed `requestState`.
 //! - [`config`], [`error`].
 
+pub mod catalog;
 pub mod config;
 pub mod context;
 pub mod dispatch;
+mod dispatch_catalog;
 pub mod error;
+pub mod mrtr;
 pub mod registry;
 pub mod server;
 pub mod session;
 pub mod stdio;
 pub mod tool;
 
+pub use catalog::{BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, UriTemplate};
 pub use config::{Config, InputErrorMode};
 pub use context::ToolContext;
 pub use dispatch::Handled;
 pub use error::{ClientRequestError, RegisterError, ToolError};
-pub use server::Server;
+pub use server::{Event, Server};
 pub use session::{Outbound, Session};
 pub use stdio::{serve_io, serve_stdio};
 pub use tool::{FnTool, Tool, ToolFuture, Typed, TypedTool};

@@ -256,3 +256,159 @@ impl Registry {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::FnTool;
+    use serde_json::json;
+    use toolwright_protocol::CallToolResult;
+
+    fn tool(def: Value) -> Arc<dyn Tool> {
+        Arc::new(FnTool::from_json(def, |_a, _c| async { Ok(CallToolResult::default()) }).unwrap())
+    }
+
+    fn named(name: &str) -> Arc<dyn Tool> {
+        tool(json!({"name": name, "inputSchema": {"type": "object"}}))
+    }
+
+    /// Registers `def` in an empty registry and returns the error's text, if any.
+    fn refusal(def: Value) -> Option<String> {
+        Registry::new(10)
+            .register(tool(def))
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn registration_rules() {
+        let obj = json!({"type": "object"});
+        let cases: [(Value, Option<&str>); 12] = [
+            (json!({"name": "ok_tool", "inputSchema": obj}), None),
+            (json!({"name": "a.b-c_D", "inputSchema": obj}), None),
+            (
+                json!({"name": "", "inputSchema": obj}),
+                Some("the name is empty"),
+            ),
+            (
+                json!({"name": "has space", "inputSchema": obj}),
+                Some("' '"),
+            ),
+            (
+                json!({"name": "x".repeat(129), "inputSchema": obj}),
+                Some("129 characters"),
+            ),
+            (
+                json!({"name": "t", "inputSchema": {"type": "array"}}),
+                Some("\"type\": \"array\""),
+            ),
+            (json!({"name": "t", "inputSchema": {}}), Some("no \"type\"")),
+            (
+                json!({"name": "t", "inputSchema": true}),
+                Some("not an object"),
+            ),
+            (
+                json!({"name": "t", "inputSchema": {"type": "object", "properties": {"a": {"type": "nope"}}}}),
+                Some("does not compile"),
+            ),
+            (
+                json!({"name": "t", "inputSchema": {"type": "object", "$ref": "https://example.com/s.json"}}),
+                Some("does not compile"),
+            ),
+            (
+                json!({"name": "t", "inputSchema": obj, "outputSchema": {"minimum": "x"}}),
+                Some("outputSchema"),
+            ),
+            (
+                json!({"name": "t", "inputSchema": {"$schema": "https://example.com/dialect", "type": "object"}}),
+                Some("does not compile"),
+            ),
+        ];
+        for (def, want) in cases {
+            let got = refusal(def.clone());
+            match (want, got) {
+                (None, None) => {}
+                (Some(w), Some(g)) => assert!(g.contains(w), "{def}: {g:?} should contain {w:?}"),
+                (w, g) => panic!("{def}: wanted {w:?}, got {g:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn duplicates_are_refused_and_order_is_by_name() {
+        let r = Registry::new(10);
+        for n in ["b", "a", "c"] {
+            r.register(named(n)).unwrap();
+        }
+        assert!(matches!(
+            r.register(named("a")),
+            Err(RegisterError::Duplicate { .. })
+        ));
+        let names: Vec<String> = r
+            .snapshot()
+            .entries()
+            .iter()
+            .map(|e| e.definition.name.clone())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(r.snapshot().get("b").is_some());
+        assert!(r.snapshot().get("z").is_none());
+    }
+
+    #[test]
+    fn unregister() {
+        let r = Registry::new(10);
+        r.register(named("a")).unwrap();
+        assert!(r.unregister("a"));
+        assert!(!r.unregister("a"));
+        assert!(r.snapshot().is_empty());
+    }
+
+    #[test]
+    fn pages_and_cursors() {
+        let r = Registry::new(2);
+        for n in ["a", "b", "c", "d", "e"] {
+            r.register(named(n)).unwrap();
+        }
+        let s = r.snapshot();
+        let v = ProtocolVersion::V2025_06_18;
+        let p1 = s.page(None, v).unwrap();
+        let names = |json: &str| -> Vec<String> {
+            serde_json::from_str::<Vec<Value>>(json)
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(names(&p1.tools_json), ["a", "b"]);
+        let p2 = s.page(p1.next_cursor.as_deref(), v).unwrap();
+        assert_eq!(names(&p2.tools_json), ["c", "d"]);
+        let p3 = s.page(p2.next_cursor.as_deref(), v).unwrap();
+        assert_eq!(names(&p3.tools_json), ["e"]);
+        assert!(p3.next_cursor.is_none());
+        // A cursor survives a change: after removing "c", page two starts at "d".
+        r.unregister("c");
+        let p2b = r
+            .snapshot()
+            .page(p1.next_cursor.as_deref(), v)
+            .unwrap()
+            .tools_json
+            .into_owned();
+        assert_eq!(names(&p2b), ["d", "e"]);
+        for bad in ["", "!!", "bm9wZQ"] {
+            assert!(s.page(Some(bad), v).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_registry_has_one_empty_page() {
+        let r = Registry::new(3);
+        let p = r
+            .snapshot()
+            .page(None, ProtocolVersion::LATEST)
+            .unwrap()
+            .tools_json
+            .into_owned();
+        assert_eq!(p, "[]");
+    }
+}

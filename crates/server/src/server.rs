@@ -1,13 +1,17 @@
 //! The [`Server`]: a registry, settings and the sessions to tell about changes.
 
+use crate::catalog::{
+    Catalog, PromptHandler, ResourceHandler, TemplateEntry, TemplateHandler, UriTemplate,
+};
 use crate::config::Config;
 use crate::error::RegisterError;
+use crate::mrtr::StateKey;
 use crate::registry::{Registry, Snapshot};
 use crate::session::{Outbound, Session};
 use crate::tool::Tool;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
-use tokio::sync::watch;
+use tokio::sync::broadcast;
 use toolwright_protocol::{Implementation, ProtocolVersion};
 
 /// An MCP server: tools plus the settings to serve them. Cheap to clone; every clone is
@@ -26,8 +30,23 @@ pub(crate) struct Inner {
     pub roots: Arc<Vec<PathBuf>>,
     pub registry: Registry,
     pub sessions: Mutex<Vec<Weak<Session>>>,
-    /// Bumped on every change of the tool list; `subscriptions/listen` streams watch it.
-    pub tools_changed: watch::Sender<u64>,
+    /// Changes that `subscriptions/listen` streams may report.
+    pub events: broadcast::Sender<Event>,
+    pub catalog: Catalog,
+    pub state_key: StateKey,
+}
+
+/// A change a client may be told about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The tool list changed.
+    ToolsChanged,
+    /// The resource or template list changed.
+    ResourcesChanged,
+    /// The prompt list changed.
+    PromptsChanged,
+    /// The contents of one resource changed.
+    ResourceUpdated(String),
 }
 
 impl Server {
@@ -45,9 +64,14 @@ impl Server {
                 info,
                 info_meta,
                 roots: Arc::new(roots),
-                config,
                 sessions: Mutex::new(Vec::new()),
-                tools_changed: watch::Sender::new(0),
+                events: broadcast::Sender::new(1024),
+                catalog: Catalog::default(),
+                state_key: match &config.state_secret {
+                    Some(secret) => StateKey::from_secret(secret.as_bytes()),
+                    None => StateKey::random(),
+                },
+                config,
             }),
         }
     }
@@ -109,7 +133,14 @@ impl Server {
     }
 
     fn tools_changed(&self) {
-        self.inner.tools_changed.send_modify(|g| *g += 1);
+        self.publish(Event::ToolsChanged);
+    }
+
+    /// Tells clients about a change: legacy sessions past the handshake get the
+    /// notification at once (resource updates only where subscribed); modern
+    /// `subscriptions/listen` streams get it if they asked.
+    pub fn publish(&self, event: Event) {
+        let _ = self.inner.events.send(event.clone());
         let sessions: Vec<Arc<Session>> = {
             let mut list = self
                 .inner
@@ -120,16 +151,112 @@ impl Server {
             list.iter().filter_map(Weak::upgrade).collect()
         };
         let mut line = Vec::new();
-        toolwright_jsonrpc::write_notification_no_params(
-            &mut line,
-            "notifications/tools/list_changed",
-        );
+        let method = match &event {
+            Event::ToolsChanged => "notifications/tools/list_changed",
+            Event::ResourcesChanged => "notifications/resources/list_changed",
+            Event::PromptsChanged => "notifications/prompts/list_changed",
+            Event::ResourceUpdated(_) => "notifications/resources/updated",
+        };
+        match &event {
+            Event::ResourceUpdated(uri) => toolwright_jsonrpc::write_notification(
+                &mut line,
+                method,
+                &serde_json::json!({"uri": uri}),
+            )
+            .expect("serializes"),
+            _ => toolwright_jsonrpc::write_notification_no_params(&mut line, method),
+        }
         for s in sessions {
             // Only legacy sessions past the handshake receive unsolicited notifications.
-            if s.is_initialized() && s.negotiated().is_some() && !s.is_closed() {
-                s.outbound().send(line.clone());
+            if !(s.is_initialized() && s.negotiated().is_some() && !s.is_closed()) {
+                continue;
             }
+            if let Event::ResourceUpdated(uri) = &event
+                && !s.is_subscribed(uri)
+            {
+                continue;
+            }
+            s.outbound().send(line.clone());
         }
+    }
+
+    /// Adds a resource with a fixed URI; refused if the URI is taken.
+    pub fn register_resource(&self, handler: impl ResourceHandler) -> Result<(), RegisterError> {
+        let def = handler.definition();
+        {
+            let mut list = self
+                .inner
+                .catalog
+                .resources
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            if list.iter().any(|(r, _)| r.uri == def.uri) {
+                return Err(RegisterError::DuplicateResource { uri: def.uri });
+            }
+            list.push((def, Arc::new(handler)));
+            list.sort_by(|a, b| a.0.uri.cmp(&b.0.uri));
+        }
+        self.publish(Event::ResourcesChanged);
+        Ok(())
+    }
+
+    /// Adds a resource template; refused if the template does not parse or is taken.
+    pub fn register_template(&self, handler: impl TemplateHandler) -> Result<(), RegisterError> {
+        let definition = handler.definition();
+        let matcher = UriTemplate::parse(&definition.uri_template).ok_or_else(|| {
+            RegisterError::InvalidTemplate {
+                template: definition.uri_template.clone(),
+            }
+        })?;
+        {
+            let mut list = self
+                .inner
+                .catalog
+                .templates
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            if list
+                .iter()
+                .any(|t| t.definition.uri_template == definition.uri_template)
+            {
+                return Err(RegisterError::DuplicateResource {
+                    uri: definition.uri_template,
+                });
+            }
+            list.push(Arc::new(TemplateEntry {
+                definition,
+                matcher,
+                handler: Arc::new(handler),
+            }));
+            list.sort_by(|a, b| a.definition.uri_template.cmp(&b.definition.uri_template));
+        }
+        self.publish(Event::ResourcesChanged);
+        Ok(())
+    }
+
+    /// Adds a prompt; refused if the name is taken.
+    pub fn register_prompt(&self, handler: impl PromptHandler) -> Result<(), RegisterError> {
+        let def = handler.definition();
+        {
+            let mut list = self
+                .inner
+                .catalog
+                .prompts
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            if list.iter().any(|(p, _)| p.name == def.name) {
+                return Err(RegisterError::Duplicate { name: def.name });
+            }
+            list.push((def, Arc::new(handler)));
+            list.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        }
+        self.publish(Event::PromptsChanged);
+        Ok(())
+    }
+
+    /// Tells subscribed clients that the resource at `uri` changed.
+    pub fn resource_updated(&self, uri: &str) {
+        self.publish(Event::ResourceUpdated(uri.to_owned()));
     }
 
     /// Versions served, newest first (the modern one, then the legacy ones).

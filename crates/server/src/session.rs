@@ -46,6 +46,7 @@ pub struct Session {
     outbound: Arc<dyn Outbound>,
     closed: CancellationToken,
     roots_cache: Mutex<Option<Arc<Vec<String>>>>,
+    subscriptions: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Session {
@@ -62,6 +63,7 @@ impl Session {
             outbound,
             closed: CancellationToken::new(),
             roots_cache: Mutex::new(None),
+            subscriptions: Mutex::new(Default::default()),
         })
     }
 
@@ -219,6 +221,30 @@ impl Session {
             Some(tx) => tx.send(outcome).is_ok(),
             None => false,
         }
+    }
+
+    /// Subscribes the session to updates of a resource (legacy `resources/subscribe`).
+    pub fn subscribe(&self, uri: &str) {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(uri.to_owned());
+    }
+
+    /// Ends a subscription; false if there was none.
+    pub fn unsubscribe(&self, uri: &str) -> bool {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(uri)
+    }
+
+    /// True when the session subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(uri)
     }
 
     pub(crate) fn cached_roots(&self) -> Option<Arc<Vec<String>>> {

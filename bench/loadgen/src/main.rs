@@ -1,0 +1,379 @@
+//! `loadgen`: a raw JSON-RPC load generator for MCP servers (no MCP SDK), the floor
+//! responder, and the BENCHMARKS.md report. See `bench/README.md`.
+//!
+//! ```text
+//! loadgen cold-start      [common] [--samples N]                         -- CMD ARGS...
+//! loadgen stdio-seq       [common] [--calls N] [--warmup N]              -- CMD ARGS...
+//! loadgen stdio-pipelined [common] [--calls N] [--warmup N] [--inflight N] -- CMD ARGS...
+//! loadgen tools-list      [common] [--samples N] [--expect N]            -- CMD ARGS...
+//! loadgen http            [common] [--clients N] [--calls N] [--warmup N] [--threads N]
+//!                         (--url http://127.0.0.1:PORT/mcp | -- CMD ARGS with {port})
+//! loadgen floor           [--http 127.0.0.1:PORT]
+//! loadgen report          --results FILE --out FILE --server LABEL=NAME... [--meta K=V]...
+//!                         [--note TEXT]... [--summary FILE] [--require-all]
+//! common: --era legacy|modern  --protocol-version V  --env K=V  --label NAME  --run N
+//!         --max-secs S (measured part)  --timeout-secs S (whole command)  --stderr FILE
+//! ```
+//!
+//! Every measurement prints one JSON object on one line to stdout; on failure that
+//! object carries an `error` field and the exit code is 1.
+
+mod floor;
+mod http;
+mod http1;
+mod procs;
+mod proto;
+mod report;
+mod stats;
+mod stdio;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+use serde_json::{Value, json};
+
+use procs::ServerCmd;
+use proto::{Era, Proto};
+
+/// Parsed command line.
+#[derive(Debug)]
+struct Args {
+    sub: String,
+    opts: Vec<(String, String)>,
+    flags: Vec<String>,
+    cmd: Vec<String>,
+}
+
+const FLAGS: &[&str] = &["--require-all", "--help", "-h"];
+
+fn parse_args(argv: &[String]) -> Result<Args> {
+    let mut it = argv.iter();
+    let sub = it.next().cloned().unwrap_or_else(|| "--help".into());
+    let mut a = Args {
+        sub,
+        opts: Vec::new(),
+        flags: Vec::new(),
+        cmd: Vec::new(),
+    };
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            a.cmd = it.by_ref().cloned().collect();
+        } else if FLAGS.contains(&arg.as_str()) {
+            a.flags.push(arg.clone());
+        } else if let Some(name) = arg.strip_prefix("--") {
+            let value = it.next().ok_or_else(|| anyhow!("--{name} needs a value"))?;
+            a.opts.push((name.to_owned(), value.clone()));
+        } else {
+            bail!("unexpected argument {arg:?} (put the server command after --)");
+        }
+    }
+    Ok(a)
+}
+
+impl Args {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.opts
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn all(&self, name: &str) -> impl Iterator<Item = &str> {
+        self.opts
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn num<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| anyhow!("--{name}: not a number: {v:?}")),
+        }
+    }
+
+    fn pairs(&self, name: &str) -> Result<Vec<(String, String)>> {
+        self.all(name)
+            .map(|kv| {
+                kv.split_once('=')
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .ok_or_else(|| anyhow!("--{name} wants KEY=VALUE, got {kv:?}"))
+            })
+            .collect()
+    }
+
+    fn proto(&self) -> Result<Proto> {
+        Ok(Proto {
+            era: Era::parse(self.get("era").unwrap_or("legacy"))?,
+            legacy_version: self
+                .get("protocol-version")
+                .unwrap_or("2025-11-25")
+                .to_owned(),
+        })
+    }
+
+    fn server(&self) -> Result<ServerCmd> {
+        Ok(ServerCmd {
+            argv: self.cmd.clone(),
+            env: self.pairs("env")?,
+            stderr: self.get("stderr").map(str::to_owned),
+        })
+    }
+
+    fn max(&self, default: f64) -> Result<Duration> {
+        Ok(Duration::from_secs_f64(self.num("max-secs", default)?))
+    }
+}
+
+fn stdio_opts(a: &Args) -> Result<stdio::StdioOpts> {
+    let cmd = a.server()?;
+    if cmd.argv.is_empty() {
+        bail!("no server command: give it after --");
+    }
+    Ok(stdio::StdioOpts {
+        cmd,
+        proto: a.proto()?,
+        calls: a.num("calls", 20_000)?,
+        warmup: a.num("warmup", 1_000)?,
+        max: a.max(5.0)?,
+        inflight: a.num("inflight", 64)?,
+        samples: a.num("samples", 5)?,
+        expect_tools: a.num("expect", 1_000)?,
+    })
+}
+
+fn measure(a: &Args) -> Result<Value> {
+    match a.sub.as_str() {
+        "cold-start" => stdio::cold_start(&stdio_opts(a)?),
+        "stdio-seq" => stdio::sequential(&stdio_opts(a)?),
+        "stdio-pipelined" => {
+            let mut o = stdio_opts(a)?;
+            o.calls = a.num("calls", 200_000)?;
+            o.warmup = a.num("warmup", 5_000)?;
+            stdio::pipelined(&o)
+        }
+        "tools-list" => {
+            let mut o = stdio_opts(a)?;
+            o.samples = a.num("samples", 50)?;
+            stdio::tools_list(&o)
+        }
+        "http" => {
+            let url = a.get("url").map(str::to_owned);
+            let cmd = a.server()?;
+            if url.is_none() && !cmd.argv.iter().any(|x| x.contains("{port}")) {
+                bail!("http: give --url, or a server command with {{port}} in its arguments");
+            }
+            http::run(&http::HttpOpts {
+                cmd,
+                url,
+                proto: a.proto()?,
+                clients: a.num("clients", 64)?,
+                calls: a.num("calls", 1_000_000)?,
+                warmup: a.num("warmup", 20)?,
+                max: a.max(5.0)?,
+                ready: Duration::from_secs_f64(a.num("ready-secs", 60.0)?),
+                threads: a.num("threads", 1)?,
+            })
+        }
+        other => bail!("unknown subcommand {other:?} (try --help)"),
+    }
+}
+
+fn usage() -> &'static str {
+    "loadgen: raw JSON-RPC load generator for MCP servers\n\
+     subcommands: cold-start stdio-seq stdio-pipelined tools-list http floor report\n\
+     see the top of bench/loadgen/src/main.rs or bench/README.md for options"
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse_args(&argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("loadgen: {e:#}\n{}", usage());
+            return ExitCode::from(2);
+        }
+    };
+    match args.sub.as_str() {
+        "--help" | "-h" | "help" => {
+            println!("{}", usage());
+            ExitCode::SUCCESS
+        }
+        "floor" => {
+            let r = match args.get("http") {
+                Some(addr) => floor::serve_http(addr),
+                None => floor::serve_stdio(),
+            };
+            match r {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("floor: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        "report" => run_report(&args),
+        _ => run_measure(&args),
+    }
+}
+
+fn run_report(a: &Args) -> ExitCode {
+    let build = || -> Result<report::ReportOpts> {
+        Ok(report::ReportOpts {
+            results: a
+                .get("results")
+                .ok_or_else(|| anyhow!("--results FILE is required"))?
+                .into(),
+            out: a
+                .get("out")
+                .ok_or_else(|| anyhow!("--out FILE is required"))?
+                .into(),
+            summary: a.get("summary").map(Into::into),
+            servers: a.pairs("server")?,
+            meta: a.pairs("meta")?,
+            notes: a.all("note").map(str::to_owned).collect(),
+            require_all: a.flags.iter().any(|f| f == "--require-all"),
+        })
+    };
+    let o = match build() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("loadgen report: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match report::run(&o) {
+        Ok(absent) if absent.is_empty() || !o.require_all => {
+            if !absent.is_empty() {
+                eprintln!("report: {} figure(s) without a value", absent.len());
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(absent) => {
+            eprintln!("report: figures not produced:");
+            for x in absent {
+                eprintln!("  {x}");
+            }
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("loadgen report: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_measure(a: &Args) -> ExitCode {
+    let label = a.get("label").unwrap_or("server").to_owned();
+    let mut line = json!({
+        "measure": a.sub,
+        "label": label,
+        "run": a.get("run").and_then(|r| r.parse::<u64>().ok()),
+        "era": a.get("era").unwrap_or("legacy"),
+    });
+    let timeout = a.num("timeout-secs", 300.0).unwrap_or(300.0);
+    let mut timed_out = line.clone();
+    timed_out["error"] = json!(format!("timed out after {timeout} s"));
+    procs::watchdog(
+        Duration::from_secs_f64(timeout),
+        format!("{} of {label}", a.sub),
+        timed_out.to_string(),
+    );
+    let code = match measure(a) {
+        Ok(Value::Object(m)) => {
+            if let Some(o) = line.as_object_mut() {
+                o.extend(m);
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(other) => {
+            line["value"] = other;
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("loadgen {} ({label}): {e:#}", a.sub);
+            line["error"] = json!(format!("{e:#}"));
+            ExitCode::FAILURE
+        }
+    };
+    println!("{line}");
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn command_after_dashes() {
+        let a = parse_args(&args("stdio-seq --calls 10 -- srv --flag x")).unwrap();
+        assert_eq!(
+            (a.sub.as_str(), a.get("calls"), a.cmd.len()),
+            ("stdio-seq", Some("10"), 3)
+        );
+    }
+
+    #[test]
+    fn repeated_env() {
+        let a = parse_args(&args("tools-list --env A=1 --env B=2 -- s")).unwrap();
+        assert_eq!(
+            a.pairs("env").unwrap(),
+            vec![("A".into(), "1".into()), ("B".into(), "2".into())]
+        );
+    }
+
+    #[test]
+    fn missing_value() {
+        assert!(parse_args(&args("http --clients")).is_err());
+    }
+    #[test]
+    fn stray_argument() {
+        assert!(parse_args(&args("http oops")).is_err());
+    }
+    #[test]
+    fn flag_without_value() {
+        assert_eq!(
+            parse_args(&args("report --require-all --out x"))
+                .unwrap()
+                .get("out"),
+            Some("x")
+        );
+    }
+    #[test]
+    fn bad_number() {
+        assert!(
+            parse_args(&args("stdio-seq --calls ten"))
+                .unwrap()
+                .num("calls", 1u64)
+                .is_err()
+        );
+    }
+    #[test]
+    fn bad_pair() {
+        assert!(
+            parse_args(&args("x --env AB"))
+                .unwrap()
+                .pairs("env")
+                .is_err()
+        );
+    }
+    #[test]
+    fn modern_era() {
+        assert_eq!(
+            parse_args(&args("x --era modern"))
+                .unwrap()
+                .proto()
+                .unwrap()
+                .era,
+            Era::Modern
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! Spawning the server under test and reading its CPU time and peak RSS from `/proc`.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+/// How to start a server.
+#[derive(Clone, Debug, Default)]
+pub struct ServerCmd {
+    /// Program and arguments (`{port}` is replaced for HTTP servers).
+    pub argv: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Where the server's stderr goes (appended); discarded when `None`.
+    pub stderr: Option<String>,
+}
+
+impl ServerCmd {
+    /// Spawns the server; `piped` gives it stdin/stdout pipes (stdio transport).
+    pub fn spawn(&self, piped: bool, port: Option<u16>) -> Result<Child> {
+        let argv: Vec<String> = match port {
+            Some(p) => self
+                .argv
+                .iter()
+                .map(|a| a.replace("{port}", &p.to_string()))
+                .collect(),
+            None => self.argv.clone(),
+        };
+        let (prog, args) = argv
+            .split_first()
+            .ok_or_else(|| anyhow!("no server command given"))?;
+        let mut cmd = Command::new(prog);
+        cmd.args(args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if piped {
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        } else {
+            cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        }
+        match &self.stderr {
+            Some(path) => {
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening {path}"))?;
+                cmd.stderr(f);
+            }
+            None => {
+                cmd.stderr(Stdio::null());
+            }
+        }
+        let child = cmd.spawn().with_context(|| format!("spawning {prog}"))?;
+        live().push(child.id());
+        Ok(child)
+    }
+}
+
+/// Servers spawned and not reaped yet: the watchdog kills them.
+fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills and reaps a server (nothing is measured after this, so no grace period).
+pub fn reap(child: &mut Child) {
+    let pid = child.id();
+    let _ = child.kill();
+    let _ = child.wait();
+    live().retain(|&p| p != pid);
+}
+
+/// Clock ticks per second for `/proc/<pid>/stat` times.
+fn clk_tck() -> u64 {
+    static TCK: OnceLock<u64> = OnceLock::new();
+    *TCK.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|&t| t > 0)
+            .unwrap_or(100)
+    })
+}
+
+/// Parses utime+stime (in ticks) out of the text of `/proc/<pid>/stat`.
+fn parse_stat_ticks(stat: &str) -> Result<u64> {
+    // The command name (field 2) is in parentheses and may contain spaces: split after it.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| anyhow!("bad stat line"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state); utime is field 14, stime field 15.
+    let utime: u64 = fields
+        .get(11)
+        .ok_or_else(|| anyhow!("short stat line"))?
+        .parse()?;
+    let stime: u64 = fields
+        .get(12)
+        .ok_or_else(|| anyhow!("short stat line"))?
+        .parse()?;
+    Ok(utime + stime)
+}
+
+/// CPU time (user + system, all threads) the process has used so far.
+pub fn cpu_time(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    let ticks = parse_stat_ticks(&stat)?;
+    Ok(Duration::from_nanos(ticks * 1_000_000_000 / clk_tck()))
+}
+
+/// Parses a `kB` line such as `VmHWM:  8123 kB` out of `/proc/<pid>/status` text.
+fn parse_status_kb(status: &str, key: &str) -> Result<u64> {
+    for line in status.lines() {
+        if let Some(rest) = line.strip_prefix(key).and_then(|r| r.strip_prefix(':')) {
+            let num = rest.trim().trim_end_matches("kB").trim();
+            return Ok(num.parse()?);
+        }
+    }
+    bail!("{key} missing from /proc status")
+}
+
+/// Peak resident set size (VmHWM) of the process, in kB.
+pub fn peak_rss_kb(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    parse_status_kb(&status, "VmHWM")
+}
+
+/// Ends this process, and every server it spawned, if the measurement outlives `limit`:
+/// a hung server must never hang the harness. The JSON line `on_timeout` is printed.
+pub fn watchdog(limit: Duration, what: String, on_timeout: String) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!("loadgen: {what} did not finish within {limit:?}; giving up");
+        for pid in live().drain(..) {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+        println!("{on_timeout}");
+        std::process::exit(3);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_spaces_in_name() {
+        let line = "42 (a b) c) S 1 2 3 4 5 6 7 8 9 10 111 222 13 14 15";
+        assert_eq!(parse_stat_ticks(line).unwrap(), 333);
+    }
+
+    #[test]
+    fn stat_too_short() {
+        assert!(parse_stat_ticks("42 (x) S 1 2").is_err());
+    }
+
+    #[test]
+    fn status_hwm() {
+        let s = "Name:\tx\nVmPeak:\t  100 kB\nVmHWM:\t    8123 kB\nVmRSS:\t 7000 kB\n";
+        assert_eq!(parse_status_kb(s, "VmHWM").unwrap(), 8123);
+    }
+
+    #[test]
+    fn status_missing_key() {
+        assert!(parse_status_kb("Name: x\n", "VmHWM").is_err());
+    }
+
+    #[test]
+    fn own_process_is_readable() {
+        let pid = std::process::id();
+        assert!(peak_rss_kb(pid).unwrap() > 0);
+        assert!(cpu_time(pid).is_ok());
+    }
+}

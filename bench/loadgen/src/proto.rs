@@ -1,0 +1,375 @@
+//! Raw JSON-RPC messages of both MCP eras, written by hand (no SDK), and the minimal
+//! response parsing the measurements need.
+
+use std::borrow::Cow;
+use std::io::Write;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
+/// The modern protocol version: stateless, `_meta` on every request, no `initialize`.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Which era of the protocol the client speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` + `notifications/initialized`, sessions over HTTP.
+    Legacy,
+    /// 2026-07-28: per-request `_meta`, no handshake.
+    Modern,
+}
+
+impl Era {
+    /// Parses `legacy` or `modern`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "legacy" => Ok(Self::Legacy),
+            "modern" => Ok(Self::Modern),
+            other => bail!("unknown era {other:?} (legacy or modern)"),
+        }
+    }
+}
+
+/// The request `_meta` of the modern era (spliced into `params`).
+const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"toolwright-loadgen","version":"0.1.0"}}"#;
+
+/// Builds the request lines of one era.
+#[derive(Clone, Debug)]
+pub struct Proto {
+    /// The era spoken.
+    pub era: Era,
+    /// Version offered in `initialize` (legacy era).
+    pub legacy_version: String,
+}
+
+impl Proto {
+    /// The protocol version in force (for the `MCP-Protocol-Version` header).
+    pub fn version(&self) -> &str {
+        match self.era {
+            Era::Legacy => &self.legacy_version,
+            Era::Modern => MODERN_VERSION,
+        }
+    }
+
+    /// The first request: `initialize` (legacy) or `server/discover` (modern).
+    pub fn hello(&self, id: u64) -> String {
+        match self.era {
+            Era::Legacy => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"{}","capabilities":{{}},"clientInfo":{{"name":"toolwright-loadgen","version":"0.1.0"}}}}}}"#,
+                self.legacy_version
+            ),
+            Era::Modern => {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"server/discover","params":{{{MODERN_META}}}}}"#
+                )
+            }
+        }
+    }
+
+    /// Method name of [`Proto::hello`].
+    pub fn hello_method(&self) -> &'static str {
+        match self.era {
+            Era::Legacy => "initialize",
+            Era::Modern => "server/discover",
+        }
+    }
+
+    /// `notifications/initialized`, sent after the `initialize` response (legacy only).
+    pub fn initialized(&self) -> Option<&'static str> {
+        match self.era {
+            Era::Legacy => Some(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Era::Modern => None,
+        }
+    }
+
+    /// Appends a `tools/call` of `add` (without a newline) to `out`.
+    pub fn call_add(&self, out: &mut Vec<u8>, id: u64, a: i64, b: i64) {
+        let meta = match self.era {
+            Era::Legacy => "",
+            Era::Modern => MODERN_META,
+        };
+        let comma = if meta.is_empty() { "" } else { "," };
+        // Writing into a Vec cannot fail.
+        let _ = write!(
+            out,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{a},"b":{b}}}{comma}{meta}}}}}"#
+        );
+    }
+
+    /// A `tools/list` request, optionally for the page after `cursor`.
+    pub fn tools_list(&self, id: u64, cursor: Option<&str>) -> String {
+        let mut params = Vec::new();
+        if let Some(c) = cursor {
+            params.push(format!(
+                r#""cursor":{}"#,
+                serde_json::to_string(c).unwrap_or_default()
+            ));
+        }
+        if self.era == Era::Modern {
+            params.push(MODERN_META.to_owned());
+        }
+        if params.is_empty() {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#)
+        } else {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{{}}}}}"#,
+                params.join(",")
+            )
+        }
+    }
+}
+
+/// The operands of call number `n`, and their sum, so that any response can be checked
+/// from its id alone.
+pub fn operands(n: u64) -> (i64, i64) {
+    ((n % 100_000) as i64, 7)
+}
+
+/// The envelope of one message from the server.
+#[derive(Deserialize)]
+pub struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// What a line from the server turned out to be.
+pub enum Incoming<'a> {
+    /// A response to request `id`, with its raw `result`.
+    Response { id: u64, result: &'a RawValue },
+    /// A message that is not a response (a notification or a request): skipped.
+    Other,
+}
+
+/// Parses one message; a JSON-RPC error response is an error.
+pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming<'_>> {
+    let env: Envelope<'_> = serde_json::from_slice(bytes).with_context(|| {
+        format!(
+            "server sent a line that is not JSON: {:?}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+        )
+    })?;
+    if env.method.is_some() {
+        return Ok(Incoming::Other);
+    }
+    let Some(id) = env.id else {
+        if let Some(err) = env.error {
+            bail!("server answered with an error without id: {}", err.get());
+        }
+        return Ok(Incoming::Other);
+    };
+    let id: u64 = id
+        .get()
+        .trim_matches('"')
+        .parse()
+        .map_err(|_| anyhow!("response id {} is not one of ours", id.get()))?;
+    if let Some(err) = env.error {
+        bail!("request {id} failed: {}", err.get());
+    }
+    let result = env
+        .result
+        .ok_or_else(|| anyhow!("response {id} has neither result nor error"))?;
+    Ok(Incoming::Response { id, result })
+}
+
+#[derive(Deserialize)]
+struct CallResult<'a> {
+    #[serde(rename = "structuredContent", default)]
+    structured: Option<SumObject>,
+    #[serde(borrow, default)]
+    content: Vec<ContentBlock<'a>>,
+    #[serde(rename = "isError", default)]
+    is_error: bool,
+}
+
+#[derive(Deserialize)]
+struct SumObject {
+    result: f64,
+}
+
+#[derive(Deserialize)]
+struct ContentBlock<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// Checks that a `tools/call add` result carries the sum of call `n`'s operands, in
+/// `structuredContent.result` or else in the text block (a number or `{"result":n}`).
+pub fn check_add(result: &RawValue, n: u64) -> Result<()> {
+    let (a, b) = operands(n);
+    let want = (a + b) as f64;
+    let r: CallResult<'_> = serde_json::from_str(result.get())
+        .with_context(|| format!("bad tools/call result: {}", result.get()))?;
+    if r.is_error {
+        bail!("tools/call add returned isError: {}", result.get());
+    }
+    let got = match r.structured {
+        Some(s) => s.result,
+        None => {
+            let text = r
+                .content
+                .iter()
+                .find_map(|c| c.text.as_deref())
+                .ok_or_else(|| anyhow!("tools/call add result has no sum: {}", result.get()))?;
+            match serde_json::from_str::<SumObject>(text) {
+                Ok(s) => s.result,
+                Err(_) => text
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow!("tools/call add text is not a sum: {text:?}"))?,
+            }
+        }
+    };
+    if (got - want).abs() > 1e-9 {
+        bail!("add({a}, {b}) answered {got}, expected {want}");
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct ListResult {
+    tools: Vec<IgnoredAny>,
+    #[serde(rename = "nextCursor", default)]
+    next_cursor: Option<String>,
+}
+
+/// Parses one `tools/list` page: the number of tools on it and the next cursor.
+pub fn parse_tools_page(result: &RawValue) -> Result<(usize, Option<String>)> {
+    let page: ListResult = serde_json::from_str(result.get()).context("bad tools/list result")?;
+    Ok((page.tools.len(), page.next_cursor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn legacy() -> Proto {
+        Proto {
+            era: Era::Legacy,
+            legacy_version: "2025-11-25".into(),
+        }
+    }
+
+    fn modern() -> Proto {
+        Proto {
+            era: Era::Modern,
+            legacy_version: "2025-11-25".into(),
+        }
+    }
+
+    fn call(p: &Proto, id: u64) -> serde_json::Value {
+        let mut v = Vec::new();
+        let (a, b) = operands(id);
+        p.call_add(&mut v, id, a, b);
+        serde_json::from_slice(&v).unwrap()
+    }
+
+    #[test]
+    fn legacy_call_has_no_meta() {
+        assert!(call(&legacy(), 3)["params"].get("_meta").is_none());
+    }
+
+    #[test]
+    fn modern_call_has_meta() {
+        let v = call(&modern(), 3);
+        assert_eq!(
+            v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            MODERN_VERSION
+        );
+        assert_eq!(
+            v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            v["params"]["arguments"],
+            serde_json::json!({"a": 3, "b": 7})
+        );
+    }
+
+    #[test]
+    fn hello_is_json_in_both_eras() {
+        for p in [legacy(), modern()] {
+            let v: serde_json::Value = serde_json::from_str(&p.hello(1)).unwrap();
+            assert_eq!(v["method"], p.hello_method());
+        }
+    }
+
+    #[test]
+    fn tools_list_with_cursor_is_json() {
+        for p in [legacy(), modern()] {
+            let v: serde_json::Value =
+                serde_json::from_str(&p.tools_list(9, Some("a\"b"))).unwrap();
+            assert_eq!(v["params"]["cursor"], "a\"b");
+        }
+    }
+
+    #[test]
+    fn structured_sum_is_checked() {
+        let ok =
+            RawValue::from_string(r#"{"structuredContent":{"result":10},"content":[]}"#.into())
+                .unwrap();
+        assert!(check_add(&ok, 3).is_ok());
+        let bad =
+            RawValue::from_string(r#"{"structuredContent":{"result":11},"content":[]}"#.into())
+                .unwrap();
+        assert!(check_add(&bad, 3).is_err());
+    }
+
+    #[test]
+    fn text_sum_is_checked() {
+        let plain =
+            RawValue::from_string(r#"{"content":[{"type":"text","text":"10.0"}]}"#.into()).unwrap();
+        assert!(check_add(&plain, 3).is_ok());
+        let obj = RawValue::from_string(
+            r#"{"content":[{"type":"text","text":"{\"result\":10}"}]}"#.into(),
+        )
+        .unwrap();
+        assert!(check_add(&obj, 3).is_ok());
+    }
+
+    #[test]
+    fn is_error_result_fails() {
+        let r =
+            RawValue::from_string(r#"{"structuredContent":{"result":10},"isError":true}"#.into())
+                .unwrap();
+        assert!(check_add(&r, 3).is_err());
+    }
+
+    #[test]
+    fn error_response_fails() {
+        assert!(
+            parse_incoming(br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"x"}}"#)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn notification_is_skipped() {
+        let m =
+            parse_incoming(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#)
+                .unwrap();
+        assert!(matches!(m, Incoming::Other));
+    }
+
+    #[test]
+    fn string_id_is_accepted() {
+        let m = parse_incoming(br#"{"jsonrpc":"2.0","id":"12","result":{}}"#).unwrap();
+        assert!(matches!(m, Incoming::Response { id: 12, .. }));
+    }
+
+    #[test]
+    fn tools_page_is_counted() {
+        let r = RawValue::from_string(
+            r#"{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"x"}"#.into(),
+        )
+        .unwrap();
+        assert_eq!(parse_tools_page(&r).unwrap(), (2, Some("x".into())));
+    }
+}

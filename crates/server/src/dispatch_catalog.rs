@@ -1,0 +1,396 @@
+//! Dispatch of resources, prompts and completion requests.
+
+use crate::dispatch::{Era, Handled, ReplyFuture};
+use crate::error::ToolError;
+use crate::server::Server;
+use crate::session::{Outbound, Session};
+use futures_util::FutureExt;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use toolwright_jsonrpc::{ErrorObject, RequestId, code};
+use toolwright_protocol::params::PaginatedParams;
+use toolwright_protocol::resources::{CompleteParams, CompletionRef, GetPromptParams, UriParams};
+use toolwright_protocol::{ClientCapabilities, RequestMeta};
+
+/// Most completion values a reply carries (the spec's limit).
+const MAX_COMPLETIONS: usize = 100;
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+impl Server {
+    pub(crate) fn capabilities_catalog(&self, caps: &mut toolwright_protocol::ServerCapabilities) {
+        let c = &self.inner.catalog;
+        if c.has_resources() {
+            caps.resources = Some(json!({"subscribe": true, "listChanged": true}));
+        }
+        if c.has_prompts() {
+            caps.prompts = Some(json!({"listChanged": true}));
+        }
+        if c.has_resources() || c.has_prompts() {
+            caps.completions = Some(Map::new());
+        }
+    }
+
+    fn client_caps(&self, session: &Session, era: &Era) -> ClientCapabilities {
+        match era {
+            Era::Modern { capabilities, .. } => (**capabilities).clone(),
+            Era::Legacy(_) => session
+                .negotiated()
+                .map(|n| n.client_capabilities.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn not_found(&self, era: &Era, uri: &str) -> ErrorObject {
+        let msg = format!("Resource not found: {uri}");
+        if era.is_modern() {
+            ErrorObject::invalid_params(msg).with_data(json!({"uri": uri}))
+        } else {
+            ErrorObject::new(code::RESOURCE_NOT_FOUND, msg).with_data(json!({"uri": uri}))
+        }
+    }
+
+    /// `resources/list`, `resources/templates/list`, `prompts/list`: one page, since these
+    /// lists are small; a cursor is never issued, so any cursor is refused.
+    pub(crate) fn catalog_list(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+        which: &str,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let p: PaginatedParams = crate::dispatch::parse_params(params)?;
+        let era = self.era(session, p.meta.as_ref())?;
+        if let Some(c) = p.cursor {
+            return Err(ErrorObject::invalid_params(format!(
+                "invalid cursor {c:?}: it was not issued by this server"
+            )));
+        }
+        let c = &self.inner.catalog;
+        let mut value = match which {
+            "resources" => {
+                let list = c.resources.read().unwrap_or_else(|p| p.into_inner());
+                json!({"resources": list.iter().map(|(r, _)| r).collect::<Vec<_>>()})
+            }
+            "resourceTemplates" => {
+                let list = c.templates.read().unwrap_or_else(|p| p.into_inner());
+                json!({"resourceTemplates": list.iter().map(|t| &t.definition).collect::<Vec<_>>()})
+            }
+            _ => {
+                let list = c.prompts.read().unwrap_or_else(|p| p.into_inner());
+                json!({"prompts": list.iter().map(|(p, _)| p).collect::<Vec<_>>()})
+            }
+        };
+        if era.is_modern() {
+            value["ttlMs"] = json!(self.inner.config.ttl_ms);
+            value["cacheScope"] = json!(self.inner.config.cache_scope);
+        }
+        Ok(self.result_line(id, &era, value))
+    }
+
+    pub(crate) fn resources_read(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: Option<&RawValue>,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        let p: UriParams = match crate::dispatch::parse_required(params) {
+            Ok(p) => p,
+            Err(e) => return crate::dispatch::error_reply(&id, e),
+        };
+        let era = match self.era(session, p.meta.as_ref()) {
+            Ok(e) => e,
+            Err(e) => return crate::dispatch::error_reply(&id, e),
+        };
+        let uri = p.uri.clone();
+        let fixed = self.inner.catalog.resource(&uri);
+        let template = if fixed.is_none() {
+            self.inner.catalog.template_for(&uri)
+        } else {
+            None
+        };
+        if fixed.is_none() && template.is_none() {
+            return crate::dispatch::error_reply(&id, self.not_found(&era, &uri));
+        }
+        let target = Value::String(uri.clone());
+        let answers = match self.open_state(
+            &era,
+            p.request_state.as_deref(),
+            "resources/read",
+            &uri,
+            &target,
+            p.input_responses,
+        ) {
+            Ok(a) => a,
+            Err(e) => return crate::dispatch::error_reply(&id, e),
+        };
+        let cancel = CancellationToken::new();
+        let caps = self.client_caps(session, &era);
+        let ctx = self.context(
+            session,
+            &id,
+            &era,
+            p.meta.unwrap_or_default(),
+            sink,
+            &cancel,
+            caps,
+            answers,
+        );
+        let server = self.clone();
+        let rid = id.clone();
+        let fut: ReplyFuture = Box::pin(async move {
+            let c2 = ctx.clone();
+            let outcome = match (fixed, template) {
+                (Some(h), _) => {
+                    AssertUnwindSafe(async move { h.read(c2).await })
+                        .catch_unwind()
+                        .await
+                }
+                (None, Some((t, vars))) => {
+                    let u = uri.clone();
+                    AssertUnwindSafe(async move { t.handler.read(&u, vars, c2).await })
+                        .catch_unwind()
+                        .await
+                }
+                (None, None) => unreachable!("checked above"),
+            };
+            if let Some(reply) =
+                server.input_reply(&rid, &era, &ctx, "resources/read", &uri, Some(&target))
+            {
+                return (!ctx.is_cancelled()).then_some(reply);
+            }
+            match outcome {
+                Ok(Ok(contents)) => {
+                    Some(server.result_line(&rid, &era, json!({"contents": contents})))
+                }
+                Ok(Err(ToolError::Cancelled)) => None,
+                Ok(Err(ToolError::Failed(m) | ToolError::InvalidArguments(m)))
+                    if m.starts_with("not found") =>
+                {
+                    Some(crate::dispatch::error_line(
+                        Some(&rid),
+                        &server.not_found(&era, &uri),
+                    ))
+                }
+                Ok(Err(e)) => Some(crate::dispatch::error_line(
+                    Some(&rid),
+                    &ErrorObject::internal(format!("reading {uri} failed: {e}")),
+                )),
+                Err(p) => Some(crate::dispatch::error_line(
+                    Some(&rid),
+                    &ErrorObject::internal(format!("reading {uri} panicked: {}", panic_text(p))),
+                )),
+            }
+        });
+        self.drive(
+            session,
+            id,
+            cancel,
+            format!("resources/read {}", p.uri),
+            fut,
+        )
+    }
+
+    fn open_state(
+        &self,
+        era: &Era,
+        state: Option<&str>,
+        method: &str,
+        target: &str,
+        args: &Value,
+        responses: Option<Map<String, Value>>,
+    ) -> Result<Map<String, Value>, ErrorObject> {
+        if !era.is_modern() {
+            return Ok(Map::new());
+        }
+        let mut answers = match state {
+            Some(s) => {
+                self.inner
+                    .state_key
+                    .open(s, method, target, args)
+                    .map_err(ErrorObject::invalid_params)?
+                    .a
+            }
+            None => Map::new(),
+        };
+        answers.extend(responses.unwrap_or_default());
+        Ok(answers)
+    }
+
+    pub(crate) fn resource_subscription(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+        subscribe: bool,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let p: UriParams = crate::dispatch::parse_required(params)?;
+        if p.meta.as_ref().is_some_and(RequestMeta::is_modern) {
+            self.era(session, p.meta.as_ref())?;
+            let m = if subscribe {
+                "resources/subscribe"
+            } else {
+                "resources/unsubscribe"
+            };
+            return Err(ErrorObject::method_not_found(m));
+        }
+        let era = self.era(session, None)?;
+        if !self.inner.catalog.has_resources() {
+            return Err(ErrorObject::method_not_found("resources/subscribe"));
+        }
+        if subscribe {
+            if self.inner.catalog.resource(&p.uri).is_none()
+                && self.inner.catalog.template_for(&p.uri).is_none()
+            {
+                return Err(self.not_found(&era, &p.uri));
+            }
+            session.subscribe(&p.uri);
+        } else {
+            session.unsubscribe(&p.uri);
+        }
+        Ok(self.result_line(id, &era, json!({})))
+    }
+
+    pub(crate) fn prompts_get(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: Option<&RawValue>,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        let p: GetPromptParams = match crate::dispatch::parse_required(params) {
+            Ok(p) => p,
+            Err(e) => return crate::dispatch::error_reply(&id, e),
+        };
+        let era = match self.era(session, p.meta.as_ref()) {
+            Ok(e) => e,
+            Err(e) => return crate::dispatch::error_reply(&id, e),
+        };
+        let Some((def, handler)) = self.inner.catalog.prompt(&p.name) else {
+            return crate::dispatch::error_reply(
+                &id,
+                ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)),
+            );
+        };
+        let args = p.arguments.clone().unwrap_or_default();
+        for a in def.arguments.iter().flatten() {
+            if a.required == Some(true) && !args.contains_key(&a.name) {
+                let e = ErrorObject::invalid_params(format!(
+                    "prompt {} needs the argument {:?}",
+                    p.name, a.name
+                ));
+                return crate::dispatch::error_reply(&id, e);
+            }
+        }
+        if let Some((k, _)) = args.iter().find(|(_, v)| !v.is_string()) {
+            return crate::dispatch::error_reply(
+                &id,
+                ErrorObject::invalid_params(format!("prompt argument {k:?} must be a string")),
+            );
+        }
+        let args_value = Value::Object(args.clone());
+        let answers = match self.open_state(
+            &era,
+            p.request_state.as_deref(),
+            "prompts/get",
+            &p.name,
+            &args_value,
+            p.input_responses,
+        ) {
+            Ok(a) => a,
+            Err(e) => return crate::dispatch::error_reply(&id, e),
+        };
+        let cancel = CancellationToken::new();
+        let caps = self.client_caps(session, &era);
+        let ctx = self.context(
+            session,
+            &id,
+            &era,
+            p.meta.unwrap_or_default(),
+            sink,
+            &cancel,
+            caps,
+            answers,
+        );
+        let server = self.clone();
+        let rid = id.clone();
+        let name = p.name.clone();
+        let fut: ReplyFuture = Box::pin(async move {
+            let c2 = ctx.clone();
+            let outcome = AssertUnwindSafe(async move { handler.get(args, c2).await })
+                .catch_unwind()
+                .await;
+            if let Some(reply) =
+                server.input_reply(&rid, &era, &ctx, "prompts/get", &name, Some(&args_value))
+            {
+                return (!ctx.is_cancelled()).then_some(reply);
+            }
+            match outcome {
+                Ok(Ok(r)) => Some(server.result_line(
+                    &rid,
+                    &era,
+                    serde_json::to_value(r).expect("serializes"),
+                )),
+                Ok(Err(ToolError::Cancelled)) => None,
+                Ok(Err(ToolError::InvalidArguments(m))) => Some(crate::dispatch::error_line(
+                    Some(&rid),
+                    &ErrorObject::invalid_params(m),
+                )),
+                Ok(Err(e)) => Some(crate::dispatch::error_line(
+                    Some(&rid),
+                    &ErrorObject::internal(format!("prompt {name} failed: {e}")),
+                )),
+                Err(p) => Some(crate::dispatch::error_line(
+                    Some(&rid),
+                    &ErrorObject::internal(format!("prompt {name} panicked: {}", panic_text(p))),
+                )),
+            }
+        });
+        self.drive(session, id, cancel, format!("prompt {}", p.name), fut)
+    }
+
+    pub(crate) fn complete(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let p: CompleteParams = crate::dispatch::parse_required(params)?;
+        let era = self.era(session, p.meta.as_ref())?;
+        let resolved: Map<String, Value> = p
+            .context
+            .as_ref()
+            .and_then(|c| c.get("arguments"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mut values = match &p.reference {
+            CompletionRef::Prompt { name } => {
+                let (_, h) = self.inner.catalog.prompt(name).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown prompt: {name}"))
+                })?;
+                h.complete(&p.argument.name, &p.argument.value, &resolved)
+            }
+            CompletionRef::Resource { uri } => {
+                let t = self.inner.catalog.template_by_uri(uri).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown resource template: {uri}"))
+                })?;
+                t.handler.complete(&p.argument.name, &p.argument.value)
+            }
+        };
+        let total = values.len();
+        values.truncate(MAX_COMPLETIONS);
+        let completion =
+            json!({"values": values, "total": total, "hasMore": total > MAX_COMPLETIONS});
+        Ok(self.result_line(id, &era, json!({"completion": completion})))
+    }
+}
