@@ -1,25 +1,48 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need from the
-# project's own pinned files, then runs every test of the workspace.
+# project's own pinned files (Debian packages, npm lock files, pip requirements), then runs
+# every test of the workspace and a smoke run of the benchmark harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
+log() { printf '\n== %s\n' "$*"; }
 
 # Debian packages: Chromium for take_screenshot, fd-find for the search_files benchmark peer.
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v fdfind >/dev/null 2>&1 || need_apt+=(fd-find)
+command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt-get install ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
-    echo "test.sh: missing ${need_apt[*]}; install with apt-get" >&2
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
   fi
 fi
 
-# Pinned npm packages for the tests that use real clients and peers.
-for dir in tests/node; do
+# Pinned npm projects: the TypeScript SDK client, the reference servers (peers), and the
+# official conformance suite (which `npm ci` cannot install: see tests/conformance).
+for dir in tests/node tests/peers; do
   if [ -f "$dir/package-lock.json" ]; then
+    log "npm ci in $dir"
     npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
   fi
 done
+if [ ! -x tests/conformance/node_modules/.bin/conformance ]; then
+  log "npm install in tests/conformance"
+  npm install --prefix tests/conformance --no-audit --no-fund --loglevel=error
+fi
 
+# Pinned Python SDK server for the client and lint tests.
+if [ ! -x tests/peers/.venv/bin/python ] || ! tests/peers/.venv/bin/python -c 'import mcp' 2>/dev/null; then
+  log "python venv in tests/peers"
+  python3 -m venv tests/peers/.venv
+  tests/peers/.venv/bin/pip install --quiet --disable-pip-version-check -r tests/peers/requirements.txt
+fi
+
+log "cargo test --workspace"
 cargo test --workspace --locked
+
+log "benchmark harness smoke run"
+"$root/bench/run" --smoke

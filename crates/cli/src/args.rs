@@ -20,8 +20,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print the built-in tool definitions.
     Tools(ToolsArgs),
-    /// Run one built-in tool in-process and print its result.
+    /// Run one built-in tool in-process (or, with --server/--url, a tool of any MCP server)
+    /// and print its result.
     Call(CallArgs),
+    /// Lint tool definitions: files, or the tools/list of any MCP server.
+    Lint(crate::lint_cmd::LintArgs),
+    /// List the tools of any MCP server (a stdio command or an HTTP URL).
+    List(crate::client_cmd::ListArgs),
 }
 
 /// Settings shared by every command that builds a server.
@@ -46,12 +51,71 @@ pub struct ServerArgs {
     /// results (the behaviour protocol versions up to 2025-06-18 described).
     #[arg(long)]
     pub input_errors_as_protocol_errors: bool,
-    /// Also register a fixture tool set (`testing`: tools for protocol tests).
-    #[arg(long, value_name = "SET", hide = true)]
+    /// Also register a fixture set: `conformance` (the tools, resources and prompts of the
+    /// official MCP conformance suite) or `testing` (tools for protocol tests).
+    #[arg(long, value_name = "SET")]
     pub fixtures: Option<String>,
     /// Register N synthetic tools (for benchmarks of tools/list).
     #[arg(long, value_name = "N", default_value_t = 0, hide = true)]
     pub bench_extra_tools: usize,
+    /// Settings of the take_screenshot tool.
+    #[command(flatten)]
+    pub screenshot: ScreenshotArgs,
+}
+
+/// Settings of `take_screenshot` (headless Chromium).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Screenshot tool")]
+pub struct ScreenshotArgs {
+    /// Chromium or Chrome executable [default: chromium, chromium-browser or google-chrome
+    /// on PATH].
+    #[arg(long, value_name = "PATH")]
+    pub chromium: Option<PathBuf>,
+    /// Seconds a page may take to load [default: 30].
+    #[arg(long, value_name = "SECS")]
+    pub screenshot_timeout: Option<f64>,
+    /// Tallest full-page screenshot, in pixels; taller pages are cut [default: 16384].
+    #[arg(long, value_name = "PX")]
+    pub screenshot_max_height: Option<u32>,
+    /// Screenshots taken at once; more wait their turn [default: 4].
+    #[arg(long, value_name = "N")]
+    pub screenshot_concurrency: Option<usize>,
+    /// Allow pages on private, link-local and other non-public addresses.
+    #[arg(long)]
+    pub screenshot_allow_private: bool,
+    /// Refuse loopback addresses (127.0.0.0/8, ::1, localhost), allowed by default.
+    #[arg(long)]
+    pub screenshot_no_loopback: bool,
+    /// Run Chromium without its sandbox (it always runs without one as root).
+    #[arg(long)]
+    pub screenshot_no_sandbox: bool,
+}
+
+impl ScreenshotArgs {
+    /// The tool's settings, checked.
+    pub fn settings(&self) -> anyhow::Result<toolwright_tools::screenshot::Settings> {
+        use toolwright_tools::screenshot::Settings;
+        let d = Settings::default();
+        let timeout = match self.screenshot_timeout {
+            None => d.timeout,
+            Some(t) if t > 0.0 && t.is_finite() => std::time::Duration::from_secs_f64(t),
+            Some(_) => anyhow::bail!("--screenshot-timeout must be a positive number of seconds"),
+        };
+        if self.screenshot_max_height == Some(0) || self.screenshot_concurrency == Some(0) {
+            anyhow::bail!(
+                "--screenshot-max-height and --screenshot-concurrency must be at least 1"
+            );
+        }
+        Ok(Settings {
+            chromium: self.chromium.clone(),
+            timeout,
+            max_height: self.screenshot_max_height.unwrap_or(d.max_height),
+            allow_private: self.screenshot_allow_private,
+            allow_loopback: !self.screenshot_no_loopback,
+            concurrency: self.screenshot_concurrency.unwrap_or(d.concurrency),
+            sandbox: !self.screenshot_no_sandbox,
+        })
+    }
 }
 
 /// `toolwright serve`.
@@ -60,6 +124,55 @@ pub struct ServeArgs {
     /// Server settings.
     #[command(flatten)]
     pub server: ServerArgs,
+    /// Streamable HTTP settings.
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// `toolwright serve --http`: Streamable HTTP instead of stdio.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Streamable HTTP")]
+pub struct HttpArgs {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio [default when given bare:
+    /// 127.0.0.1:8080]; port 0 picks a free port.
+    #[arg(long = "http", value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
+    pub addr: Option<String>,
+    /// No sessions: any replica can answer any request (no GET stream, no resumption, no
+    /// server-to-client requests for legacy clients).
+    #[arg(long, requires = "addr")]
+    pub stateless: bool,
+    /// Seconds after which an idle legacy session ends.
+    #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "addr")]
+    pub session_idle_timeout: u64,
+    /// An Origin allowed besides localhost/127.0.0.1/[::1] (repeatable; `*` for any).
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "addr")]
+    pub allowed_origins: Vec<String>,
+    /// A Host allowed besides the loopback names, as NAME or NAME:PORT (repeatable; `*` for
+    /// any).
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "addr")]
+    pub allowed_hosts: Vec<String>,
+    /// Require `Authorization: Bearer <token>`, the token being this environment variable's
+    /// value.
+    #[arg(long, value_name = "VAR", requires = "addr")]
+    pub auth_token_env: Option<String>,
+    /// An authorization server to name in the Protected Resource Metadata (repeatable).
+    #[arg(long = "authorization-server", value_name = "URL", requires = "addr")]
+    pub authorization_servers: Vec<String>,
+    /// This server's canonical URL, as clients reach it [default: http://ADDR/mcp].
+    #[arg(long, value_name = "URL", requires = "addr")]
+    pub resource_url: Option<String>,
+    /// Most legacy sessions at once.
+    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "addr")]
+    pub max_sessions: usize,
+    /// Most SSE streams open at once.
+    #[arg(long, value_name = "N", default_value_t = 1_000, requires = "addr")]
+    pub max_sse_streams: usize,
+    /// Largest request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024, requires = "addr")]
+    pub max_body_bytes: usize,
+    /// Register the transport probe tools (progress, sleep, roots, tool-list changes).
+    #[arg(long, hide = true)]
+    pub probe_tools: bool,
 }
 
 /// `toolwright tools`.
@@ -85,6 +198,9 @@ pub struct CallArgs {
     /// All arguments as one JSON object (instead of key=value pairs).
     #[arg(long, value_name = "ARGS", conflicts_with = "pairs")]
     pub json: Option<String>,
+    /// A remote server to call instead of the built-in tools.
+    #[command(flatten)]
+    pub remote: crate::client_cmd::RemoteArgs,
     /// Server settings.
     #[command(flatten)]
     pub server: ServerArgs,

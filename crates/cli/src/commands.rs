@@ -1,6 +1,6 @@
 //! What each subcommand does.
 
-use crate::args::{CallArgs, Cli, Command, ServeArgs, ServerArgs, ToolsArgs};
+use crate::args::{CallArgs, Cli, Command, HttpArgs, ServeArgs, ServerArgs, ToolsArgs};
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 use std::io::Write;
@@ -17,6 +17,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(a) => serve(a),
         Command::Tools(a) => tools(a),
         Command::Call(a) => call(a),
+        Command::Lint(a) => crate::lint_cmd::run(a),
+        Command::List(a) => crate::client_cmd::list(a),
     }
 }
 
@@ -56,7 +58,10 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
     info.title = Some("toolwright".into());
     let server = Server::new(info, config);
-    toolwright_tools::register_all(&server, &toolwright_tools::Options::default())?;
+    let options = toolwright_tools::Options {
+        screenshot: a.screenshot.settings()?,
+    };
+    toolwright_tools::register_all(&server, &options)?;
     if let Some(set) = &a.fixtures
         && !toolwright_tools::fixtures::register(&server, set)?
     {
@@ -105,10 +110,46 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
     let server = build_server(&a.server)?;
+    if a.http.probe_tools {
+        toolwright_http::probe::register(&server)?;
+    }
     let rt = runtime()?;
+    if let Some(addr) = &a.http.addr {
+        let config = http_config(&a.http, addr)?;
+        rt.block_on(async {
+            let http = toolwright_http::HttpServer::bind(server, config).await?;
+            eprintln!("toolwright: listening on {}", http.url());
+            http.run().await
+        })?;
+        rt.shutdown_timeout(Duration::from_millis(100));
+        return Ok(ExitCode::SUCCESS);
+    }
     toolwright_server::serve_stdio(&server, rt.handle()).context("serving stdio")?;
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(ExitCode::SUCCESS)
+}
+
+fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> {
+    let auth_token = match &a.auth_token_env {
+        Some(var) => {
+            Some(std::env::var(var).with_context(|| format!("--auth-token-env: reading ${var}"))?)
+        }
+        None => None,
+    };
+    Ok(toolwright_http::HttpConfig {
+        addr: addr.to_owned(),
+        stateless: a.stateless,
+        session_idle_timeout: Duration::from_secs(a.session_idle_timeout),
+        allowed_origins: a.allowed_origins.clone(),
+        allowed_hosts: a.allowed_hosts.clone(),
+        auth_token,
+        authorization_servers: a.authorization_servers.clone(),
+        resource_url: a.resource_url.clone(),
+        max_sessions: a.max_sessions,
+        max_sse_streams: a.max_sse_streams,
+        max_body_bytes: a.max_body_bytes,
+        ..toolwright_http::HttpConfig::default()
+    })
 }
 
 fn definitions(server: &Server) -> Vec<ToolDefinition> {
@@ -176,6 +217,9 @@ pub fn pairs_to_args(pairs: &[String]) -> Result<Value> {
 }
 
 fn call(a: CallArgs) -> Result<ExitCode> {
+    if a.remote.target.is_given() {
+        return crate::client_cmd::call(a);
+    }
     init_logging();
     let args = match &a.json {
         Some(j) => {

@@ -4,7 +4,9 @@
 //! report them); 2 usage or I/O error. A broken pipe on stdout exits 0.
 
 mod args;
+mod client_cmd;
 mod commands;
+mod lint_cmd;
 
 use std::process::ExitCode;
 

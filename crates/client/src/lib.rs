@@ -1,1 +1,42 @@
-//! toolwright-client (placeholder)
+//! An MCP client for both protocol eras, over stdio and Streamable HTTP.
+//!
+//! [`Client::connect`] starts a server command ([`Target::Stdio`]) or reaches an
+//! `http://` endpoint ([`Target::Http`]) and finds out which era it speaks, as the spec
+//! advises: it sends a modern `server/discover`; a result, or an error only a modern server
+//! gives (-32022, -32021, -32020, or -32602 about `_meta`), means modern; anything else
+//! (another error, an HTTP 4xx, silence until the probe timeout) means legacy, and the
+//! client performs the `initialize` handshake (with an `Mcp-Session-Id` session over HTTP).
+//! A stdio server that exits on the probe is started again for the handshake.
+//!
+//! Then [`Client::list_tools`] follows every `tools/list` page and [`Client::call_tool`]
+//! calls a tool. Modern requests carry `_meta` (version, capabilities, client info) and,
+//! over HTTP, the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`
+//! headers. Answers may be JSON or SSE streams. Requests from the server are refused
+//! (-32601): this client declares no client capabilities.
+//!
+//! The crate also holds the client-side policies the spec leaves to clients:
+//! [`trust`] (annotations are claims; untrusted servers get the worst case and a consent
+//! gate) and [`check_output`] (validate `structuredContent` against `outputSchema`).
+//!
+//! Layout:
+//! - `client.rs`: [`Client`], [`Target`], [`ConnectOptions`], era detection;
+//! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
+//!   over hyper (plain `http://`; no TLS);
+//! - [`headers`]: modern header values and `x-mcp-header` parameters;
+//! - [`trust`]: the trust configuration and what it changes;
+//! - `validate.rs`: [`check_output`];
+//! - `error.rs`: [`ClientError`].
+
+mod client;
+mod error;
+pub mod headers;
+mod http;
+mod sse;
+mod stdio;
+pub mod trust;
+mod validate;
+
+pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
+pub use error::ClientError;
+pub use trust::TrustConfig;
+pub use validate::{OutputProblem, check_output};

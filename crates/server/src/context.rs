@@ -158,6 +158,15 @@ impl ToolContext {
         self.notify("notifications/message", &params);
     }
 
+    /// Asks the transport to close the stream carrying this call's messages now, while the
+    /// call goes on (SSE polling, 2025-11-25): the client reconnects after `retry` and gets
+    /// the later messages and the reply there. Returns false, and changes nothing, when the
+    /// transport cannot: stdio, modern requests (closing their stream cancels them), streams
+    /// that cannot be resumed.
+    pub fn close_stream(&self, retry: Duration) -> bool {
+        !self.inner.version.is_modern() && self.inner.sink.close_stream(retry)
+    }
+
     fn notify(&self, method: &str, params: &Value) {
         let mut line = Vec::with_capacity(128);
         if toolwright_jsonrpc::write_notification(&mut line, method, params).is_ok() {

@@ -49,6 +49,14 @@ impl Server {
         }
     }
 
+    /// `ttlMs` and `cacheScope`, which modern list and read results must carry.
+    fn add_cache_fields(&self, era: &Era, value: &mut Value) {
+        if era.is_modern() {
+            value["ttlMs"] = json!(self.inner.config.ttl_ms);
+            value["cacheScope"] = json!(self.inner.config.cache_scope);
+        }
+    }
+
     fn not_found(&self, era: &Era, uri: &str) -> ErrorObject {
         let msg = format!("Resource not found: {uri}");
         if era.is_modern() {
@@ -89,10 +97,7 @@ impl Server {
                 json!({"prompts": list.iter().map(|(p, _)| p).collect::<Vec<_>>()})
             }
         };
-        if era.is_modern() {
-            value["ttlMs"] = json!(self.inner.config.ttl_ms);
-            value["cacheScope"] = json!(self.inner.config.cache_scope);
-        }
+        self.add_cache_fields(&era, &mut value);
         Ok(self.result_line(id, &era, value))
     }
 
@@ -170,7 +175,9 @@ impl Server {
             }
             match outcome {
                 Ok(Ok(contents)) => {
-                    Some(server.result_line(&rid, &era, json!({"contents": contents})))
+                    let mut value = json!({"contents": contents});
+                    server.add_cache_fields(&era, &mut value);
+                    Some(server.result_line(&rid, &era, value))
                 }
                 Ok(Err(ToolError::Cancelled)) => None,
                 Ok(Err(ToolError::Failed(m) | ToolError::InvalidArguments(m)))

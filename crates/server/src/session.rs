@@ -20,6 +20,14 @@ use toolwright_protocol::{ClientCapabilities, Implementation, LoggingLevel, Prot
 pub trait Outbound: Send + Sync + 'static {
     /// Sends one message.
     fn send(&self, line: Vec<u8>);
+
+    /// Ends the stream this sink feeds before the reply comes, telling the client to
+    /// reconnect after `retry` to receive the rest (SSE polling, 2025-11-25); later messages
+    /// wait for that reconnection. Returns false when the transport cannot do that, which is
+    /// the default (stdio, a modern request, a stream that cannot be resumed).
+    fn close_stream(&self, _retry: std::time::Duration) -> bool {
+        false
+    }
 }
 
 /// What the legacy handshake settled.

@@ -6,6 +6,15 @@
 mod util;
 
 mod cli;
+mod client;
+mod conformance;
+mod http;
+mod http_client;
+mod http_modern;
+mod http_node;
+mod http_security;
+mod lint;
+mod mrtr;
 mod screenshot;
 mod search_files;
 mod stdio_legacy;

@@ -1,0 +1,400 @@
+//! `toolwright list` and `toolwright call --server/--url`: the client side, against any
+//! MCP server.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+use toolwright_client::trust::{effective_hints, needs_consent};
+use toolwright_client::{
+    Client, ClientError, ConnectOptions, EraChoice, Target, TrustConfig, check_output,
+};
+use toolwright_protocol::{Tool, ToolAnnotations};
+
+use crate::args::CallArgs;
+
+/// Which server to talk to (shared by `lint`, `list` and `call`).
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// Launch a stdio server: the command and its arguments. Everything after --server
+    /// belongs to the command, so put it last.
+    #[arg(
+        long,
+        value_name = "CMD",
+        num_args = 1..,
+        allow_hyphen_values = true,
+        conflicts_with = "url"
+    )]
+    pub server: Vec<String>,
+    /// Reach a Streamable HTTP server at this http:// URL.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Protocol era to speak [default: detect it].
+    #[arg(long, value_enum, default_value_t = EraArg::Auto)]
+    pub era: EraArg,
+    /// Seconds to wait for any one answer from the server.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Seconds to wait for the answer to the era probe (server/discover) before assuming a
+    /// legacy server; raise it for servers slow to start.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub probe_timeout: f64,
+}
+
+/// `--era`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum EraArg {
+    /// Probe with a modern request; fall back to the legacy handshake.
+    #[default]
+    Auto,
+    /// 2026-07-28 (stateless, `server/discover`).
+    Modern,
+    /// 2025-11-25 and before (`initialize`).
+    Legacy,
+}
+
+impl TargetArgs {
+    /// Whether a server was named.
+    pub fn is_given(&self) -> bool {
+        !self.server.is_empty() || self.url.is_some()
+    }
+
+    /// The server, if one was named.
+    pub fn target(&self) -> Option<Target> {
+        if !self.server.is_empty() {
+            Some(Target::command(&self.server))
+        } else {
+            self.url.as_ref().map(|u| Target::Http { url: u.clone() })
+        }
+    }
+
+    /// Connection settings.
+    pub fn options(&self) -> Result<ConnectOptions> {
+        for (flag, secs) in [
+            ("--timeout", self.timeout),
+            ("--probe-timeout", self.probe_timeout),
+        ] {
+            if !(secs > 0.0 && secs.is_finite()) {
+                bail!("{flag} must be a positive number of seconds");
+            }
+        }
+        let timeout = Duration::from_secs_f64(self.timeout);
+        Ok(ConnectOptions {
+            era: match self.era {
+                EraArg::Auto => EraChoice::Auto,
+                EraArg::Modern => EraChoice::Modern,
+                EraArg::Legacy => EraChoice::Legacy,
+            },
+            request_timeout: timeout,
+            probe_timeout: Duration::from_secs_f64(self.probe_timeout).min(timeout),
+            ..ConnectOptions::default()
+        })
+    }
+}
+
+/// `--trusted-config`.
+#[derive(Debug, Args, Clone)]
+pub struct TrustArgs {
+    /// Trust configuration listing trusted server commands and URLs
+    /// [default: $XDG_CONFIG_HOME/toolwright/trusted.json or ~/.config/toolwright/trusted.json].
+    #[arg(long, value_name = "FILE")]
+    pub trusted_config: Option<PathBuf>,
+}
+
+impl TrustArgs {
+    fn load(&self) -> Result<TrustConfig> {
+        Ok(match &self.trusted_config {
+            Some(p) => TrustConfig::load(p)?,
+            None => TrustConfig::load_default()?,
+        })
+    }
+
+    fn describe(&self) -> String {
+        match &self.trusted_config {
+            Some(p) => p.display().to_string(),
+            None => TrustConfig::default_path().map_or_else(
+                || "no trust configuration".to_owned(),
+                |p| p.display().to_string(),
+            ),
+        }
+    }
+}
+
+/// What `toolwright call` adds to reach a remote server.
+#[derive(Debug, Args, Clone)]
+pub struct RemoteArgs {
+    /// The server (without --server or --url, the built-in tool runs in-process).
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Call the tool even though an untrusted server does not claim it is read-only.
+    #[arg(long)]
+    pub yes: bool,
+    /// Trust settings.
+    #[command(flatten)]
+    pub trust: TrustArgs,
+}
+
+/// `toolwright list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The server.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Print JSON (the tools as sent, plus the era and trust) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Trust settings.
+    #[command(flatten)]
+    pub trust: TrustArgs,
+}
+
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Connects to the named server, with a message that names it when that fails.
+pub(crate) async fn connect(target: &TargetArgs) -> Result<Client> {
+    let Some(t) = target.target() else {
+        bail!("name a server with --server CMD ARGS... or --url URL");
+    };
+    let describe = t.describe();
+    Client::connect(t, target.options()?)
+        .await
+        .with_context(|| format!("connecting to {describe}"))
+}
+
+/// `toolwright list`.
+pub fn list(a: ListArgs) -> Result<ExitCode> {
+    if !a.target.is_given() {
+        bail!("toolwright list needs --server CMD ARGS... or --url URL");
+    }
+    let trust = a.trust.load()?;
+    let rt = runtime()?;
+    let (client, raw) = rt.block_on(async {
+        let mut client = connect(&a.target).await?;
+        let raw = client.list_tools_raw().await.context("listing tools")?;
+        anyhow::Ok((client, raw))
+    })?;
+    let trusted = trust.is_trusted(client.target());
+    let era = client.era();
+    let version = client.protocol_version();
+    let info = client.server_info().cloned();
+    rt.block_on(client.close());
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let doc = json!({
+            "server": info,
+            "era": era.as_str(),
+            "protocolVersion": version.as_str(),
+            "trusted": trusted,
+            "tools": raw,
+        });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let tools: Vec<Option<Tool>> = raw
+        .iter()
+        .map(|v| serde_json::from_value(v.clone()).ok())
+        .collect();
+    let name_of = |i: usize| match &tools[i] {
+        Some(t) => t.name.clone(),
+        None => raw[i]
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned(),
+    };
+    let width = (0..raw.len())
+        .map(|i| name_of(i).len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let who = info.as_ref().map_or_else(
+        || "server".to_owned(),
+        |i| format!("{} {}", i.name, i.version),
+    );
+    writeln!(
+        out,
+        "{who}: {} era, protocol {version}, {}",
+        era.as_str(),
+        if trusted { "trusted" } else { "NOT trusted" }
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:width$}  {:5}  {:7}  DESCRIPTION",
+        "NAME", "HINTS", "CALL"
+    )?;
+    for (i, tool) in tools.iter().enumerate() {
+        let (hints, call, desc) = match tool {
+            Some(t) => {
+                let shown = if trusted {
+                    t.hints()
+                } else {
+                    effective_hints(t, false)
+                };
+                let call = if needs_consent(t, trusted) {
+                    "--yes"
+                } else {
+                    "ok"
+                };
+                let desc = t.description.as_deref().unwrap_or("");
+                (hint_letters(&shown), call, first_sentence(desc))
+            }
+            None => (
+                "?".to_owned(),
+                "invalid",
+                "(definition does not parse)".to_owned(),
+            ),
+        };
+        writeln!(out, "{:width$}  {hints:5}  {call:7}  {desc}", name_of(i))?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "HINTS: R read-only / w writes, D destructive, I idempotent, O open world"
+    )?;
+    if !trusted {
+        writeln!(
+            out,
+            "The server is not trusted ({}): its hints are unverified claims, so every tool that \
+             does not claim read-only is shown as destructive and open-world, and calling it \
+             needs --yes.",
+            a.trust.describe()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn hint_letters(h: &ToolAnnotations) -> String {
+    format!(
+        "{}{}{}{}",
+        if h.read_only() { "R" } else { "w" },
+        if h.destructive() && !h.read_only() {
+            "D"
+        } else {
+            "-"
+        },
+        if h.idempotent() { "I" } else { "-" },
+        if h.open_world() { "O" } else { "-" }
+    )
+}
+
+fn first_sentence(desc: &str) -> String {
+    let line = desc.lines().next().unwrap_or("");
+    let first = line.split(". ").next().unwrap_or(line).trim();
+    if first.chars().count() > 90 {
+        format!("{}…", first.chars().take(89).collect::<String>())
+    } else {
+        first.to_owned()
+    }
+}
+
+/// `toolwright call TOOL … --server/--url`.
+pub fn call(a: CallArgs) -> Result<ExitCode> {
+    let args = match &a.json {
+        Some(j) => {
+            let v: Value = serde_json::from_str(j).context("--json is not valid JSON")?;
+            if !v.is_object() {
+                bail!("--json must be a JSON object");
+            }
+            v
+        }
+        None => crate::commands::pairs_to_args(&a.pairs)?,
+    };
+    let remote = &a.remote;
+    let trust = remote.trust.load()?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let mut client = connect(&remote.target).await?;
+        let outcome = call_on(&mut client, &a.tool, args, &trust, remote).await;
+        client.close().await;
+        outcome
+    })
+}
+
+async fn call_on(
+    client: &mut Client,
+    name: &str,
+    args: Value,
+    trust: &TrustConfig,
+    remote: &RemoteArgs,
+) -> Result<ExitCode> {
+    let mut err = std::io::stderr();
+    let raw = client.list_tools_raw().await.context("listing tools")?;
+    let Some(found) = raw
+        .iter()
+        .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+    else {
+        let names: Vec<&str> = raw
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str))
+            .collect();
+        writeln!(
+            err,
+            "toolwright: the server has no tool {name:?}; it offers: {}",
+            names.join(", ")
+        )?;
+        return Ok(ExitCode::from(2));
+    };
+    // Only this tool's definition has to be valid to call it.
+    let tool: Tool = serde_json::from_value(found.clone())
+        .with_context(|| format!("the server's definition of {name:?} is invalid"))?;
+    let tool = &tool;
+    let trusted = trust.is_trusted(client.target());
+    if needs_consent(tool, trusted) && !remote.yes {
+        writeln!(
+            err,
+            "toolwright: refusing to call {name:?} without --yes: the server is not trusted and \
+             the tool does not claim to be read-only, so it may modify or destroy things and \
+             reach the outside world. Pass --yes to call it anyway, or list the server in {}.",
+            remote.trust.describe()
+        )?;
+        return Ok(ExitCode::from(2));
+    }
+    let outcome = match client.call_tool(name, args, Some(tool)).await {
+        Ok(o) => o,
+        Err(ClientError::Rpc { code, message, .. }) => {
+            writeln!(err, "toolwright: {name}: {message} ({code})")?;
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e).context(format!("calling {name}")),
+    };
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &outcome.raw)?;
+    writeln!(out)?;
+    out.flush()?;
+    if outcome.result.is_error() {
+        return Ok(ExitCode::from(1));
+    }
+    if let Err(problem) = check_output(tool, &outcome.result, client.protocol_version()) {
+        writeln!(err, "toolwright: {name}: {problem}")?;
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hint_letters_and_sentences() {
+        assert_eq!(hint_letters(&ToolAnnotations::default()), "wD-O");
+        assert_eq!(
+            hint_letters(&ToolAnnotations::read_only_closed_world("t")),
+            "R-I-"
+        );
+        assert_eq!(first_sentence("Adds. Then more."), "Adds");
+        assert_eq!(first_sentence("Adds two. Then more.\nLine two"), "Adds two");
+        assert_eq!(first_sentence(&"x".repeat(100)).chars().count(), 90);
+    }
+}

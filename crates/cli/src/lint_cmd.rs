@@ -1,0 +1,176 @@
+//! `toolwright lint`: tool definitions from files or a live server, checked against the
+//! spec and the seeds' guidance.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+use toolwright_lint::{Options, Report, Rule, Severity};
+
+use crate::client_cmd::{TargetArgs, connect, runtime};
+
+/// `toolwright lint`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 no findings at or above --deny, 1 findings at or above \
+    --deny, 2 usage or I/O error.\nRules: toolwright lint --rules"
+)]
+pub struct LintArgs {
+    /// Files of tool definitions: one tool, an array, a tools/list result or a JSON-RPC
+    /// response, in JSON or YAML ("-" reads stdin).
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The server whose tools/list to lint (instead of files).
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Exit 1 when a finding is at or above this severity (info, warning, error).
+    #[arg(long, value_name = "LEVEL", default_value = "error", value_parser = parse_severity)]
+    pub deny: Severity,
+    /// A rule not to report (repeatable), e.g. --ignore description-no-return.
+    #[arg(long = "ignore", value_name = "RULE", value_parser = parse_rule)]
+    pub ignore: Vec<Rule>,
+    /// Print every rule with its severity and exit.
+    #[arg(long, exclusive = true)]
+    pub rules: bool,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A report for people, grouped by tool (coloured on a terminal).
+    Human,
+    /// One JSON document.
+    Json,
+}
+
+fn parse_severity(s: &str) -> Result<Severity, String> {
+    s.parse()
+        .map_err(|e: toolwright_lint::LintError| e.to_string())
+}
+
+fn parse_rule(s: &str) -> Result<Rule, String> {
+    Rule::from_id(s).ok_or_else(|| format!("unknown rule {s:?}; see toolwright lint --rules"))
+}
+
+/// One linted source and its report.
+struct Linted {
+    source: String,
+    era: Option<(String, String)>,
+    report: Report,
+}
+
+/// `toolwright lint`.
+pub fn run(a: LintArgs) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if a.rules {
+        for r in Rule::ALL {
+            writeln!(out, "{:26} {}", r.id(), r.severity())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = Options {
+        disabled: a.ignore.clone(),
+    };
+    let linted = match (a.files.is_empty(), a.target.is_given()) {
+        (false, true) => bail!("lint files or a server (--server/--url), not both"),
+        (true, false) => {
+            bail!("nothing to lint: name files, or a server with --server CMD ARGS... or --url URL")
+        }
+        (false, false) => a
+            .files
+            .iter()
+            .map(|f| lint_file(f, &options))
+            .collect::<Result<Vec<_>>>()?,
+        (true, true) => vec![lint_server(&a.target, &options)?],
+    };
+    match a.format {
+        Format::Json => {
+            let docs: Vec<Value> = linted.iter().map(to_json).collect();
+            let doc = if docs.len() == 1 {
+                docs.into_iter().next().unwrap_or_default()
+            } else {
+                Value::Array(docs)
+            };
+            serde_json::to_writer_pretty(&mut out, &doc)?;
+            writeln!(out)?;
+        }
+        Format::Human => {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let many = linted.len() > 1;
+            for l in &linted {
+                if many {
+                    writeln!(out, "== {}", l.source)?;
+                }
+                out.write_all(l.report.render_human(color).as_bytes())?;
+                if many {
+                    writeln!(out)?;
+                }
+            }
+        }
+    }
+    let fails = linted.iter().any(|l| l.report.fails(a.deny));
+    Ok(ExitCode::from(u8::from(fails)))
+}
+
+fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
+    let (text, source) = if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading stdin")?;
+        (s, "<stdin>".to_owned())
+    } else {
+        let s =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        (s, path.display().to_string())
+    };
+    let report = toolwright_lint::lint_document(&text, options)
+        .with_context(|| format!("linting {source}"))?;
+    Ok(Linted {
+        source,
+        era: None,
+        report,
+    })
+}
+
+fn lint_server(target: &TargetArgs, options: &Options) -> Result<Linted> {
+    let rt = runtime()?;
+    let (tools, era, version, source) = rt.block_on(async {
+        let mut client = connect(target).await?;
+        let tools = client.list_tools_raw().await.context("listing tools");
+        let era = client.era();
+        let version = client.protocol_version();
+        let source = client.target().describe();
+        client.close().await;
+        anyhow::Ok((tools?, era, version, source))
+    })?;
+    eprintln!(
+        "toolwright: {} tool{} from {source} ({} era, protocol {version})",
+        tools.len(),
+        if tools.len() == 1 { "" } else { "s" },
+        era.as_str()
+    );
+    Ok(Linted {
+        source,
+        era: Some((era.as_str().to_owned(), version.as_str().to_owned())),
+        report: toolwright_lint::lint(&tools, options),
+    })
+}
+
+fn to_json(l: &Linted) -> Value {
+    let mut doc = json!({"source": l.source});
+    if let Some((era, version)) = &l.era {
+        doc["era"] = json!(era);
+        doc["protocolVersion"] = json!(version);
+    }
+    if let (Value::Object(d), Value::Object(r)) = (&mut doc, l.report.to_json()) {
+        d.extend(r);
+    }
+    doc
+}

@@ -1,0 +1,247 @@
+//! Streamable HTTP: Origin and Host checks, bearer tokens and the Protected Resource
+//! Metadata, size limits, and graceful shutdown.
+
+use crate::http_client::*;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn list() -> Value {
+    modern_request(1, "tools/list", json!({}))
+}
+
+fn list_headers<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut h = modern_headers("tools/list", None);
+    h.extend_from_slice(extra);
+    h
+}
+
+#[test]
+fn origin_and_host_are_checked() {
+    let s = HttpServer::start(&[
+        "--allowed-origin",
+        "https://app.example",
+        "--allowed-host",
+        "mcp.example",
+    ]);
+    let r = s.post(
+        &list_headers(&[("origin", "https://evil.example")]),
+        &list(),
+    );
+    assert_eq!(r.status, 403, "foreign Origin");
+    check(true, "tools/list", &r.json());
+    let r = s.post(&list_headers(&[("origin", "null")]), &list());
+    assert_eq!(r.status, 403, "opaque Origin");
+    for ok in [
+        "http://localhost:5173",
+        "http://127.0.0.1:9",
+        "https://app.example",
+    ] {
+        let r = s.post(&list_headers(&[("origin", ok)]), &list());
+        assert_eq!(r.status, 200, "{ok}");
+        assert_eq!(r.header("access-control-allow-origin"), Some(ok));
+    }
+    let r = s.post(&list_headers(&[("host", "evil.example:80")]), &list());
+    assert_eq!(r.status, 403, "foreign Host (DNS rebinding)");
+    let r = s.post(&list_headers(&[("host", "mcp.example:8443")]), &list());
+    assert_eq!(r.status, 200, "allowed Host");
+    let r = s.post(&list_headers(&[("host", "localhost")]), &list());
+    assert_eq!(r.status, 200);
+    // The checks apply to every method, GET and DELETE included.
+    let r = s.send(
+        "GET",
+        "/mcp",
+        &[
+            ("origin", "https://evil.example"),
+            ("accept", "text/event-stream"),
+        ],
+        b"",
+    );
+    assert_eq!(r.status, 403);
+    let r = s.send("DELETE", "/mcp", &[("host", "evil.example")], b"");
+    assert_eq!(r.status, 403);
+    // A CORS preflight from an allowed origin.
+    let r = s.send(
+        "OPTIONS",
+        "/mcp",
+        &[
+            ("origin", "http://localhost:3000"),
+            ("access-control-request-method", "POST"),
+        ],
+        b"",
+    );
+    assert_eq!(r.status, 204);
+    assert!(
+        r.header("access-control-allow-methods")
+            .unwrap()
+            .contains("POST")
+    );
+}
+
+#[test]
+fn bearer_tokens_and_resource_metadata() {
+    let s = HttpServer::start_with_env(
+        &[
+            "--auth-token-env",
+            "TW_TEST_TOKEN",
+            "--authorization-server",
+            "https://auth.example",
+        ],
+        &[("TW_TEST_TOKEN", "s3cret-token")],
+    );
+    let metadata = format!("http://{}/.well-known/oauth-protected-resource/mcp", s.addr);
+    let r = s.post(&list_headers(&[]), &list());
+    assert_eq!(r.status, 401);
+    check(true, "tools/list", &r.json());
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some(format!("Bearer resource_metadata=\"{metadata}\"").as_str())
+    );
+    let r = s.post(&list_headers(&[("authorization", "Bearer wrong")]), &list());
+    assert_eq!(r.status, 401);
+    assert!(
+        r.header("www-authenticate")
+            .unwrap()
+            .contains("error=\"invalid_token\"")
+    );
+    let r = s.send(
+        "POST",
+        "/mcp?access_token=s3cret-token",
+        &list_headers(&[("content-type", "application/json")]),
+        list().to_string().as_bytes(),
+    );
+    assert_eq!(
+        r.status, 401,
+        "tokens count only in the Authorization header"
+    );
+    let r = s.post(
+        &list_headers(&[("authorization", "Bearer s3cret-token")]),
+        &list(),
+    );
+    assert_eq!(r.status, 200);
+    r.checked(true, "tools/list");
+    // The metadata needs no token.
+    let r = s.send("GET", "/.well-known/oauth-protected-resource/mcp", &[], b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json(),
+        json!({"resource": s.url(), "authorization_servers": ["https://auth.example"], "bearer_methods_supported": ["header"]})
+    );
+    // Legacy clients too.
+    let init = request(
+        1,
+        "initialize",
+        json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert_eq!(s.post(&[], &init).status, 401);
+    assert_eq!(
+        s.post(&[("authorization", "Bearer s3cret-token")], &init)
+            .status,
+        200
+    );
+}
+
+#[test]
+fn missing_token_variable_is_a_usage_error() {
+    let out = std::process::Command::new(crate::util::bin())
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token-env",
+            "TW_SURELY_UNSET_VARIABLE",
+        ])
+        .env_remove("TW_SURELY_UNSET_VARIABLE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TW_SURELY_UNSET_VARIABLE"));
+}
+
+#[test]
+fn limits() {
+    let s = HttpServer::start(&["--max-body-bytes", "2000"]);
+    let mut big = list();
+    big["params"]["padding"] = json!("x".repeat(3000));
+    let r = s.post(&list_headers(&[]), &big);
+    assert_eq!(r.status, 413, "body over the limit");
+    check(true, "tools/list", &r.json());
+    let names: Vec<String> = (0..150).map(|i| format!("x-extra-{i}")).collect();
+    let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "1")).collect();
+    let r = s.post(&list_headers(&many), &list());
+    assert_eq!(r.status, 431, "more headers than allowed");
+    let r = s.send(
+        "POST",
+        "/mcp",
+        &list_headers(&[("content-type", "text/plain")]),
+        list().to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 415);
+    let r = s.send(
+        "POST",
+        "/mcp",
+        &list_headers(&[("accept", "text/html")]),
+        list().to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 406);
+    let r = s.send("GET", "/elsewhere", &[], b"");
+    assert_eq!(r.status, 404);
+    let r = s.send("PUT", "/mcp", &[], b"x");
+    assert_eq!(r.status, 405);
+    // Still serving.
+    assert_eq!(s.post(&list_headers(&[]), &list()).status, 200);
+}
+
+#[test]
+fn sigterm_finishes_calls_in_flight() {
+    let mut s = HttpServer::start(&[]);
+    // A legacy session with its GET stream open, and a legacy call in flight.
+    let session = LegacySession::open(&s, LEGACY);
+    let mut get = session.get_stream(&s, None);
+    get.next().unwrap();
+    let mut legacy = session.post_stream(
+        &s,
+        &request(
+            2,
+            "tools/call",
+            json!({"name": "probe_sleep", "arguments": {"ms": 600}, "_meta": {"progressToken": 1}}),
+        ),
+    );
+    assert_eq!(legacy.status, 200);
+    let mut c = s.conn();
+    let body = modern_request(
+        1,
+        "tools/call",
+        json!({"name": "probe_sleep", "arguments": {"ms": 700}}),
+    );
+    let mut h = modern_headers("tools/call", Some("probe_sleep"));
+    h.push(("content-type", "application/json"));
+    c.send("POST", "/mcp", &h, body.to_string().as_bytes());
+    std::thread::sleep(Duration::from_millis(200));
+    s.terminate();
+    let r = c.response();
+    assert_eq!(r.status, 200, "the call in flight is answered");
+    assert_eq!(
+        r.checked(true, "tools/call")["result"]["structuredContent"]["slept_ms"],
+        700
+    );
+    let mut legacy_reply = None;
+    while let Some((_, m)) = legacy.next_message() {
+        check(false, "tools/call", &m);
+        if m.get("result").is_some() {
+            legacy_reply = Some(m);
+        }
+    }
+    assert_eq!(
+        legacy_reply.expect("the legacy call is answered")["result"]["structuredContent"]["slept_ms"],
+        600
+    );
+    assert!(get.next().is_none(), "the GET stream ends at shutdown");
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("the server exits after SIGTERM");
+    assert!(st.success(), "{st:?}");
+    assert!(
+        std::net::TcpStream::connect(s.addr).is_err(),
+        "no longer listening"
+    );
+}

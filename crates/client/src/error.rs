@@ -1,0 +1,135 @@
+//! The crate's one error type.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Why talking to a server failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The server command could not be started.
+    #[error("cannot start {program:?}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Reading or writing the connection failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The server closed the connection (a stdio server exited) before answering.
+    #[error(
+        "the server closed the connection while waiting for {method}{}",
+        stderr_tail(stderr)
+    )]
+    Closed {
+        /// The request that got no answer.
+        method: String,
+        /// The last lines the server wrote to stderr, if any.
+        stderr: String,
+    },
+    /// No answer within the timeout.
+    #[error("no answer to {method} within {} s", after.as_secs_f64())]
+    Timeout {
+        /// The request.
+        method: String,
+        /// How long we waited.
+        after: Duration,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("{method} failed: {message} ({code})")]
+    Rpc {
+        /// The request.
+        method: String,
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+        /// The error data, if any.
+        data: Option<Box<Value>>,
+    },
+    /// An HTTP answer that is neither a JSON-RPC message nor a stream of them.
+    #[error("HTTP {status} from the server for {method}{}", body_tail(body))]
+    Http {
+        /// The request.
+        method: String,
+        /// The status code.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The URL is not one this client can reach.
+    #[error("bad URL {url:?}: {reason}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The server sent something that is not valid MCP.
+    #[error("the server sent an invalid {what}: {detail}")]
+    Malformed {
+        /// What it sent (e.g. `tools/list result`).
+        what: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The server and this client share no protocol version.
+    #[error(
+        "the server supports protocol versions {supported:?}, none of which this client speaks"
+    )]
+    NoCommonVersion {
+        /// What the server said it supports.
+        supported: Vec<String>,
+    },
+    /// The server asked for input mid-call (modern `input_required`), which this client
+    /// does not provide: it declares no client capabilities.
+    #[error(
+        "{method} needs input from the client (input_required), which toolwright does not provide"
+    )]
+    InputRequired {
+        /// The request.
+        method: String,
+    },
+    /// A tool declares `x-mcp-header` parameters that clients must reject.
+    #[error("tool {tool:?} declares an invalid x-mcp-header ({reason}); clients must not call it")]
+    InvalidHeaderParam {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The trust configuration could not be read.
+    #[error("trust configuration {path}: {reason}")]
+    TrustConfig {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn stderr_tail(stderr: &str) -> String {
+    let s = stderr.trim();
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ended with:\n{s}")
+    }
+}
+
+fn body_tail(body: &str) -> String {
+    let s = body.trim();
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(": {s}")
+    }
+}

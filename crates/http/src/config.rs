@@ -1,0 +1,78 @@
+//! Settings of the HTTP transport.
+
+use std::time::Duration;
+
+/// Settings of [`HttpServer`](crate::HttpServer). [`HttpConfig::default`] is loopback-only,
+/// stateful, without authentication.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Where to listen (`host:port`; port 0 picks a free one). Default `127.0.0.1:8080`.
+    pub addr: String,
+    /// The MCP endpoint's path. Default `/mcp`.
+    pub path: String,
+    /// No sessions: every POST stands alone, so any replica can answer any request. Legacy
+    /// clients then get no `Mcp-Session-Id`, no GET stream, no resumption, and no
+    /// server-to-client requests (sampling, elicitation, roots).
+    pub stateless: bool,
+    /// A legacy session with no request and no open stream for this long ends.
+    pub session_idle_timeout: Duration,
+    /// Origins allowed besides the loopback ones (`http(s)://localhost`, `127.0.0.1`,
+    /// `[::1]`, any port), as `scheme://host[:port]`; `*` allows any.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values allowed besides the loopback names (and the address the server is
+    /// bound to): `name` (any port) or `name:port`; `*` allows any.
+    pub allowed_hosts: Vec<String>,
+    /// When set, every request to the endpoint needs `Authorization: Bearer <token>`.
+    pub auth_token: Option<String>,
+    /// Authorization servers named in the Protected Resource Metadata (RFC 9728).
+    pub authorization_servers: Vec<String>,
+    /// This server's canonical URL (the PRM `resource`); default `http://<bound address><path>`.
+    pub resource_url: Option<String>,
+    /// Most legacy sessions at once; `initialize` gets 503 beyond it.
+    pub max_sessions: usize,
+    /// Most SSE streams open at once; more get 503.
+    pub max_sse_streams: usize,
+    /// Largest request body; larger ones get 413.
+    pub max_body_bytes: usize,
+    /// Most bytes of request line and headers; more get 431.
+    pub max_header_bytes: usize,
+    /// Most request headers; more get 431.
+    pub max_headers: usize,
+    /// A connection that does not send a complete request head within this time (slow
+    /// clients, idle keep-alive connections) is closed.
+    pub header_read_timeout: Duration,
+    /// A request body that does not arrive within this time gets 408.
+    pub body_read_timeout: Duration,
+    /// Interval of `:` comments on idle SSE streams.
+    pub keep_alive_interval: Duration,
+    /// Messages kept per stream of a legacy session, for replay after `Last-Event-ID`.
+    pub event_store_capacity: usize,
+    /// Finished-but-unread POST streams kept per legacy session for resumption.
+    pub max_stored_streams: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            addr: "127.0.0.1:8080".into(),
+            path: "/mcp".into(),
+            stateless: false,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            auth_token: None,
+            authorization_servers: Vec::new(),
+            resource_url: None,
+            max_sessions: 10_000,
+            max_sse_streams: 1_000,
+            max_body_bytes: 16 * 1024 * 1024,
+            max_header_bytes: 64 * 1024,
+            max_headers: 100,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
+            keep_alive_interval: Duration::from_secs(15),
+            event_store_capacity: 1_024,
+            max_stored_streams: 64,
+        }
+    }
+}

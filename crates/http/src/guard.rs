@@ -1,0 +1,455 @@
+//! The checks every request passes before it reaches MCP: `Host` (DNS rebinding), `Origin`
+//! (cross-site requests), and the bearer token; plus the Protected Resource Metadata
+//! document (RFC 9728) that tells clients where to get a token.
+
+use crate::config::HttpConfig;
+use crate::error::Error;
+use http::HeaderMap;
+use http::header::{AUTHORIZATION, HOST, ORIGIN};
+use std::net::SocketAddr;
+use subtle::ConstantTimeEq;
+
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// Why a request was turned away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// No `Host` header (HTTP/1.1 requires one): 400.
+    MissingHost,
+    /// `Host` is not an allowed name: 403.
+    ForeignHost,
+    /// `Origin` is present and not allowed: 403.
+    ForeignOrigin,
+    /// No bearer token: 401.
+    NoToken,
+    /// A bearer token that is not the right one: 401 with `error="invalid_token"`.
+    BadToken,
+}
+
+/// A `host[:port]` allow-list entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostRule {
+    host: String,
+    port: Option<u16>,
+}
+
+/// The request checks, built once from the settings.
+#[derive(Debug)]
+pub(crate) struct Guard {
+    any_host: bool,
+    hosts: Vec<HostRule>,
+    any_origin: bool,
+    origins: Vec<String>,
+    token: Option<Vec<u8>>,
+}
+
+/// Splits `host[:port]` (IPv6 literals keep their brackets).
+fn split_host_port(s: &str) -> Option<(&str, Option<u16>)> {
+    let s = s.trim();
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let end = rest.find(']')?;
+        let host = &s[..end + 2];
+        match &rest[end + 1..] {
+            "" => (host, None),
+            p => (host, Some(p.strip_prefix(':')?)),
+        }
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    if host.is_empty() || host.contains(['/', '@', ' ']) {
+        return None;
+    }
+    let port = match port {
+        Some(p) => Some(p.parse::<u16>().ok()?),
+        None => None,
+    };
+    Some((host, port))
+}
+
+/// `scheme://host[:port]` in lowercase without a trailing slash, or `None` if malformed.
+fn normalize_origin(s: &str) -> Option<(String, String, Option<u16>)> {
+    let s = s.trim().trim_end_matches('/');
+    let (scheme, rest) = s.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if !matches!(scheme.as_str(), "http" | "https") {
+        return Some((scheme, rest.to_ascii_lowercase(), None));
+    }
+    let (host, port) = split_host_port(rest)?;
+    Some((scheme, host.to_ascii_lowercase(), port))
+}
+
+fn origin_string(scheme: &str, host: &str, port: Option<u16>) -> String {
+    match port {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
+    }
+}
+
+impl Guard {
+    pub(crate) fn new(config: &HttpConfig, bound: SocketAddr) -> Result<Guard, Error> {
+        let mut hosts: Vec<HostRule> = LOOPBACK_NAMES
+            .iter()
+            .map(|h| HostRule {
+                host: (*h).to_owned(),
+                port: None,
+            })
+            .collect();
+        if !bound.ip().is_unspecified() && !bound.ip().is_loopback() {
+            let host = match bound {
+                SocketAddr::V4(a) => a.ip().to_string(),
+                SocketAddr::V6(a) => format!("[{}]", a.ip()),
+            };
+            hosts.push(HostRule { host, port: None });
+        }
+        let mut any_host = false;
+        for h in &config.allowed_hosts {
+            if h.trim() == "*" {
+                any_host = true;
+                continue;
+            }
+            let (host, port) = split_host_port(h).ok_or_else(|| {
+                Error::config(
+                    "--allowed-host",
+                    format!("{h:?} is not of the form name[:port]"),
+                )
+            })?;
+            hosts.push(HostRule {
+                host: host.to_ascii_lowercase(),
+                port,
+            });
+        }
+        let mut any_origin = false;
+        let mut origins = Vec::new();
+        for o in &config.allowed_origins {
+            if o.trim() == "*" {
+                any_origin = true;
+                continue;
+            }
+            let (scheme, host, port) = normalize_origin(o).ok_or_else(|| {
+                Error::config(
+                    "--allowed-origin",
+                    format!("{o:?} is not of the form scheme://host[:port]"),
+                )
+            })?;
+            origins.push(origin_string(&scheme, &host, port));
+        }
+        let token = match &config.auth_token {
+            Some(t) if t.is_empty() => {
+                return Err(Error::config("--auth-token-env", "the token is empty"));
+            }
+            Some(t) => Some(t.as_bytes().to_vec()),
+            None => None,
+        };
+        Ok(Guard {
+            any_host,
+            hosts,
+            any_origin,
+            origins,
+            token,
+        })
+    }
+
+    /// True when requests need a bearer token.
+    pub(crate) fn requires_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// The `Host` and `Origin` checks, applied to every request.
+    pub(crate) fn check_site(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        if !self.any_host {
+            let host = headers.get(HOST).ok_or(Refusal::MissingHost)?;
+            let host = host.to_str().map_err(|_| Refusal::ForeignHost)?;
+            if !self.host_allowed(host) {
+                return Err(Refusal::ForeignHost);
+            }
+        }
+        if let Some(origin) = headers.get(ORIGIN)
+            && !self.any_origin
+        {
+            let origin = origin.to_str().map_err(|_| Refusal::ForeignOrigin)?;
+            if !self.origin_allowed(origin) {
+                return Err(Refusal::ForeignOrigin);
+            }
+        }
+        Ok(())
+    }
+
+    fn host_allowed(&self, value: &str) -> bool {
+        let Some((host, port)) = split_host_port(value) else {
+            return false;
+        };
+        self.hosts
+            .iter()
+            .any(|r| r.host.eq_ignore_ascii_case(host) && (r.port.is_none() || r.port == port))
+    }
+
+    pub(crate) fn origin_allowed(&self, value: &str) -> bool {
+        if self.any_origin {
+            return true;
+        }
+        let Some((scheme, host, port)) = normalize_origin(value) else {
+            return false;
+        };
+        if matches!(scheme.as_str(), "http" | "https") && LOOPBACK_NAMES.contains(&host.as_str()) {
+            return true;
+        }
+        let s = origin_string(&scheme, &host, port);
+        self.origins.contains(&s)
+    }
+
+    /// The bearer-token check (only the `Authorization` header counts), in constant time.
+    pub(crate) fn check_token(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(expected) = &self.token else {
+            return Ok(());
+        };
+        let Some(value) = headers.get(AUTHORIZATION) else {
+            return Err(Refusal::NoToken);
+        };
+        let value = value.as_bytes();
+        let Some(scheme) = value.get(..7) else {
+            return Err(Refusal::BadToken);
+        };
+        if !scheme.eq_ignore_ascii_case(b"bearer ") {
+            return Err(Refusal::NoToken);
+        }
+        let presented = value[7..].trim_ascii();
+        if presented.len() == expected.len() && bool::from(presented.ct_eq(expected)) {
+            Ok(())
+        } else {
+            Err(Refusal::BadToken)
+        }
+    }
+}
+
+/// The parts of an absolute `http(s)` URL this crate needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SplitUrl {
+    /// `scheme://authority`.
+    pub origin: String,
+    /// The path, `""` or starting with `/`, without query or fragment.
+    pub path: String,
+}
+
+pub(crate) fn split_url(url: &str) -> Option<SplitUrl> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return None;
+    }
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    if authority.is_empty() {
+        return None;
+    }
+    let tail = &rest[end..];
+    let path = tail.split(['?', '#']).next().unwrap_or("");
+    Some(SplitUrl {
+        origin: format!("{scheme}://{authority}"),
+        path: path.trim_end_matches('/').to_owned(),
+    })
+}
+
+/// Where the Protected Resource Metadata of `resource` lives (RFC 9728 §3.1: the
+/// well-known segment goes between the authority and the path).
+pub(crate) fn metadata_url(resource: &SplitUrl) -> String {
+    format!(
+        "{}/.well-known/oauth-protected-resource{}",
+        resource.origin, resource.path
+    )
+}
+
+/// The Protected Resource Metadata document.
+pub(crate) fn metadata_document(resource: &str, authorization_servers: &[String]) -> Vec<u8> {
+    let mut doc = serde_json::Map::new();
+    doc.insert("resource".into(), resource.into());
+    if !authorization_servers.is_empty() {
+        doc.insert(
+            "authorization_servers".into(),
+            authorization_servers.to_vec().into(),
+        );
+    }
+    doc.insert(
+        "bearer_methods_supported".into(),
+        serde_json::json!(["header"]),
+    );
+    serde_json::to_vec(&doc).expect("a JSON map serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn guard(hosts: &[&str], origins: &[&str], token: Option<&str>) -> Guard {
+        let config = HttpConfig {
+            allowed_hosts: hosts.iter().map(|s| (*s).to_owned()).collect(),
+            allowed_origins: origins.iter().map(|s| (*s).to_owned()).collect(),
+            auth_token: token.map(str::to_owned),
+            ..HttpConfig::default()
+        };
+        Guard::new(&config, "127.0.0.1:8080".parse().unwrap()).unwrap()
+    }
+
+    fn headers(pairs: &[(http::HeaderName, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(k.clone(), HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn host_port_splitting() {
+        let check = |s: &str, want: Option<(&str, Option<u16>)>| {
+            assert_eq!(split_host_port(s), want, "{s}");
+        };
+        check("localhost", Some(("localhost", None)));
+        check("LocalHost:8080", Some(("LocalHost", Some(8080))));
+        check("[::1]:3000", Some(("[::1]", Some(3000))));
+        check("[::1]", Some(("[::1]", None)));
+        check("[::1]x", None);
+        check("a:b", None);
+        check("", None);
+        check("evil.com/x", None);
+    }
+
+    #[test]
+    fn hosts() {
+        let g = guard(&["mcp.example.com", "api.example.com:443"], &[], None);
+        let check = |host: &str, ok: bool| assert_eq!(g.host_allowed(host), ok, "{host}");
+        check("localhost:8080", true);
+        check("127.0.0.1", true);
+        check("[::1]:1", true);
+        check("mcp.example.com:9", true);
+        check("api.example.com:443", true);
+        check("api.example.com:80", false);
+        check("evil.example:8080", false);
+        check("127.0.0.2:8080", false);
+        assert_eq!(g.check_site(&HeaderMap::new()), Err(Refusal::MissingHost));
+    }
+
+    #[test]
+    fn origins() {
+        let g = guard(
+            &[],
+            &["https://app.example.com", "http://tool.example:8000/"],
+            None,
+        );
+        let check = |origin: &str, ok: bool| assert_eq!(g.origin_allowed(origin), ok, "{origin}");
+        check("http://localhost:5173", true);
+        check("https://127.0.0.1", true);
+        check("http://[::1]:80", true);
+        check("https://app.example.com", true);
+        check("HTTPS://APP.example.com/", true);
+        check("http://app.example.com", false);
+        check("http://tool.example:8000", true);
+        check("http://tool.example:8001", false);
+        check("null", false);
+        check("file://localhost", false);
+        check("http://localhost.evil.com", false);
+        assert!(guard(&[], &["*"], None).origin_allowed("https://anything.example"));
+    }
+
+    #[test]
+    fn site_check_order() {
+        let g = guard(&[], &[], None);
+        let ok = headers(&[(HOST, "localhost:1"), (ORIGIN, "http://localhost:2")]);
+        assert_eq!(g.check_site(&ok), Ok(()));
+        let foreign_origin = headers(&[(HOST, "localhost:1"), (ORIGIN, "https://evil.example")]);
+        assert_eq!(g.check_site(&foreign_origin), Err(Refusal::ForeignOrigin));
+        let foreign_host = headers(&[(HOST, "evil.example"), (ORIGIN, "http://localhost")]);
+        assert_eq!(g.check_site(&foreign_host), Err(Refusal::ForeignHost));
+        assert_eq!(
+            guard(&["*"], &[], None).check_site(&headers(&[(HOST, "x.example")])),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn tokens() {
+        let g = guard(&[], &[], Some("s3cret"));
+        let check = |auth: Option<&str>, want: Result<(), Refusal>| {
+            let h = match auth {
+                Some(a) => headers(&[(AUTHORIZATION, a)]),
+                None => HeaderMap::new(),
+            };
+            assert_eq!(g.check_token(&h), want, "{auth:?}");
+        };
+        check(Some("Bearer s3cret"), Ok(()));
+        check(Some("bearer s3cret"), Ok(()));
+        check(Some("Bearer s3cre"), Err(Refusal::BadToken));
+        check(Some("Bearer s3cretX"), Err(Refusal::BadToken));
+        check(Some("Basic czNjcmV0"), Err(Refusal::NoToken));
+        check(Some("Bear"), Err(Refusal::BadToken));
+        check(None, Err(Refusal::NoToken));
+        assert_eq!(guard(&[], &[], None).check_token(&HeaderMap::new()), Ok(()));
+    }
+
+    #[test]
+    fn bad_settings_are_errors() {
+        let bad = HttpConfig {
+            allowed_hosts: vec!["a b".into()],
+            ..HttpConfig::default()
+        };
+        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err());
+        let bad = HttpConfig {
+            allowed_origins: vec!["example.com".into()],
+            ..HttpConfig::default()
+        };
+        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err());
+        let bad = HttpConfig {
+            auth_token: Some(String::new()),
+            ..HttpConfig::default()
+        };
+        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err());
+    }
+
+    #[test]
+    fn bound_address_is_an_allowed_host() {
+        let g = Guard::new(&HttpConfig::default(), "10.1.2.3:80".parse().unwrap()).unwrap();
+        assert!(g.host_allowed("10.1.2.3:80"));
+        assert!(!g.host_allowed("10.1.2.4:80"));
+    }
+
+    #[test]
+    fn urls() {
+        let u = split_url("https://mcp.example.com/mcp?x=1").unwrap();
+        assert_eq!(
+            u,
+            SplitUrl {
+                origin: "https://mcp.example.com".into(),
+                path: "/mcp".into()
+            }
+        );
+        assert_eq!(
+            metadata_url(&u),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        let root = split_url("http://127.0.0.1:9/").unwrap();
+        assert_eq!(
+            metadata_url(&root),
+            "http://127.0.0.1:9/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(split_url("ftp://x/y"), None);
+        assert_eq!(split_url("https:///mcp"), None);
+        assert_eq!(split_url("mcp.example.com"), None);
+    }
+
+    #[test]
+    fn metadata() {
+        let doc: serde_json::Value = serde_json::from_slice(&metadata_document(
+            "https://a/mcp",
+            &["https://auth".into()],
+        ))
+        .unwrap();
+        assert_eq!(
+            doc,
+            serde_json::json!({"resource": "https://a/mcp", "authorization_servers": ["https://auth"], "bearer_methods_supported": ["header"]})
+        );
+        let doc: serde_json::Value =
+            serde_json::from_slice(&metadata_document("https://a/mcp", &[])).unwrap();
+        assert!(doc.get("authorization_servers").is_none());
+    }
+}

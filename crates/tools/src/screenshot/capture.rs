@@ -1,0 +1,515 @@
+//! One capture: a fresh browser context and tab, requests checked as they leave, the page
+//! loaded within the deadline, the image taken, and the context disposed whatever happens.
+//!
+//! Every request of the tab (the document, its redirects, subresources, frames in other
+//! processes and workers, which are attached automatically) is paused by the `Fetch` domain
+//! and continued only if the policy admits its URL; refused ones fail with
+//! `BlockedByClient`. A refused main document ends the call with an error; refused
+//! subresources are listed in the result's `_meta`. Every response's remote address is
+//! checked again (`Network.responseReceived`), which catches a name that resolved to a
+//! refused address for the browser after resolving to an admitted one for the check.
+//! WebSockets never pass through `Fetch` (and `Network.setBlockedURLs` does not stop them
+//! either), so one cannot be held back: its URL is checked when it opens, and a refused one
+//! voids the capture (the handshake may have been sent, but nothing it returned is shown).
+//! Service workers are bypassed.
+
+use super::browser::Browser;
+use super::error::{Refusal, ScreenshotError};
+use super::image::{self, Format};
+use super::policy::{Policy, RequestChecker};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use url::Url;
+
+/// Widest image taken of a full page, in pixels.
+const MAX_WIDTH: u32 = 16_384;
+
+/// Subresources listed as blocked in `_meta`, at most.
+const MAX_BLOCKED_LISTED: usize = 20;
+
+/// What to capture.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    /// The page (already admitted by the policy).
+    pub url: Url,
+    /// The whole scrollable page, or only the viewport.
+    pub full_page: bool,
+    /// Viewport width and height, CSS pixels.
+    pub viewport: (u32, u32),
+    /// Image format.
+    pub format: Format,
+    /// JPEG quality, 1–100.
+    pub quality: u32,
+}
+
+/// Limits from the server's settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// From navigation to the load event.
+    pub timeout: Duration,
+    /// Tallest image.
+    pub max_height: u32,
+}
+
+/// A captured image and what was learned on the way.
+#[derive(Debug)]
+pub(crate) struct Shot {
+    /// The encoded image.
+    pub bytes: Vec<u8>,
+    /// Its width in pixels, read from the image.
+    pub width: u32,
+    /// Its height in pixels, read from the image.
+    pub height: u32,
+    /// The page's URL after redirects.
+    pub final_url: Option<String>,
+    /// The HTTP status of the main document.
+    pub status: Option<u64>,
+    /// The page's full size, CSS pixels.
+    pub page_size: (u32, u32),
+    /// True when the page was taller than the height cap.
+    pub truncated: bool,
+    /// Requests the policy refused (subresources).
+    pub blocked: Vec<String>,
+    /// How many were refused in all.
+    pub blocked_count: usize,
+    /// Milliseconds spent opening the tab, loading the page, and capturing it.
+    pub phases_ms: [(&'static str, u64); 3],
+}
+
+/// What the event loop learned.
+#[derive(Debug, Default)]
+struct State {
+    loaded: HashSet<String>,
+    main_refusal: Option<Refusal>,
+    blocked: Vec<String>,
+    blocked_count: usize,
+    violation: Option<(String, IpAddr, &'static str, &'static str)>,
+    socket_refusal: Option<Refusal>,
+    sockets_pending: usize,
+    final_url: Option<String>,
+    status: Option<u64>,
+    crashed: bool,
+}
+
+/// Disposes the tab's browser context (closing the tab) when the capture ends, however it
+/// ends; stops the event loop.
+struct Tab {
+    browser: Arc<Browser>,
+    context: String,
+    session: Option<String>,
+    events: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Tab {
+    fn drop(&mut self) {
+        if let Some(t) = self.events.take() {
+            t.abort();
+        }
+        if let Some(s) = &self.session {
+            self.browser.cdp.unsubscribe(s);
+        }
+        let (browser, context) = (self.browser.clone(), std::mem::take(&mut self.context));
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let params = json!({"browserContextId": context});
+                if let Err(e) = browser
+                    .cdp
+                    .call(None, "Target.disposeBrowserContext", params)
+                    .await
+                {
+                    tracing::debug!("disposing a browser context: {e}");
+                }
+            });
+        }
+    }
+}
+
+fn field(v: &Value, name: &str, method: &str) -> Result<String, ScreenshotError> {
+    v.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ScreenshotError::Protocol {
+            method: method.into(),
+            message: format!("the answer has no {name}: {v}"),
+        })
+}
+
+/// Loads `req.url` in a new tab of `browser` and captures it.
+pub(crate) async fn capture(
+    browser: Arc<Browser>,
+    req: &Request,
+    policy: Policy,
+    limits: Limits,
+) -> Result<Shot, ScreenshotError> {
+    let cdp = &browser.cdp;
+    let t0 = Instant::now();
+    let created = cdp
+        .call(None, "Target.createBrowserContext", json!({}))
+        .await?;
+    let context = field(&created, "browserContextId", "Target.createBrowserContext")?;
+    let mut tab = Tab {
+        browser: browser.clone(),
+        context: context.clone(),
+        session: None,
+        events: None,
+    };
+
+    let params = json!({"url": "about:blank", "browserContextId": context});
+    let target = field(
+        &cdp.call(None, "Target.createTarget", params).await?,
+        "targetId",
+        "Target.createTarget",
+    )?;
+    let params = json!({"targetId": target, "flatten": true});
+    let attached = cdp.call(None, "Target.attachToTarget", params).await?;
+    let session = field(&attached, "sessionId", "Target.attachToTarget")?;
+    tab.session = Some(session.clone());
+
+    let events = cdp.subscribe(&session);
+    let (state_tx, mut state_rx) = watch::channel(State::default());
+    let checker = Arc::new(RequestChecker::new(policy));
+    // The main frame's id is the page target's id.
+    let loop_ctx = Loop {
+        browser: browser.clone(),
+        main_session: session.clone(),
+        main_frame: target,
+        checker,
+    };
+    tab.events = Some(tokio::spawn(loop_ctx.run(events, state_tx)));
+
+    let s = Some(session.as_str());
+    let (w, h) = req.viewport;
+    let setup: [(&str, Value); 7] = [
+        ("Page.enable", json!({})),
+        ("Page.setLifecycleEventsEnabled", json!({"enabled": true})),
+        ("Network.enable", json!({})),
+        ("Network.setBypassServiceWorker", json!({"bypass": true})),
+        ("Fetch.enable", fetch_patterns()),
+        ("Target.setAutoAttach", auto_attach()),
+        (
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": w, "height": h, "deviceScaleFactor": 1, "mobile": false}),
+        ),
+    ];
+    // Independent commands: sent at once, answered in order, all done before navigating.
+    futures_util::future::try_join_all(setup.map(|(method, params)| cdp.call(s, method, params)))
+        .await?;
+
+    let t1 = Instant::now();
+    let deadline = t1 + limits.timeout;
+    let timeout = || ScreenshotError::Timeout {
+        url: req.url.to_string(),
+        limit: limits.timeout,
+    };
+    let nav = tokio::time::timeout_at(
+        deadline,
+        cdp.call(s, "Page.navigate", json!({"url": req.url.as_str()})),
+    )
+    .await
+    .map_err(|_| timeout())??;
+    page_ok(&state_rx.borrow(), req)?;
+    if let Some(err) = nav
+        .get("errorText")
+        .and_then(Value::as_str)
+        .filter(|e| !e.is_empty())
+    {
+        return Err(ScreenshotError::Navigation {
+            url: req.url.to_string(),
+            reason: err.to_owned(),
+        });
+    }
+    let loader = nav
+        .get("loaderId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let loaded = state_rx.wait_for(|st| {
+        st.crashed
+            || st.main_refusal.is_some()
+            || match &loader {
+                Some(l) => st.loaded.contains(l),
+                None => !st.loaded.is_empty(),
+            }
+    });
+    match tokio::time::timeout_at(deadline, loaded).await {
+        Err(_) => return Err(timeout()),
+        Ok(Err(_)) => return Err(ScreenshotError::BrowserGone),
+        Ok(Ok(_)) => {}
+    }
+    page_ok(&state_rx.borrow(), req)?;
+
+    let t2 = Instant::now();
+    // Web fonts that are still loading would render as fallbacks; wait for them a little.
+    let fonts =
+        json!({"expression": "document.fonts.ready.then(() => true)", "awaitPromise": true});
+    let fonts_deadline = deadline.min(Instant::now() + Duration::from_secs(5));
+    let _ = tokio::time::timeout_at(fonts_deadline, cdp.call(s, "Runtime.evaluate", fonts)).await;
+
+    let metrics = cdp.call(s, "Page.getLayoutMetrics", json!({})).await?;
+    let css = |k: &str| {
+        metrics["cssContentSize"][k]
+            .as_f64()
+            .unwrap_or(0.0)
+            .ceil()
+            .max(1.0) as u32
+    };
+    let page_size = (css("width").max(w), css("height"));
+    let mut shot_params = json!({"format": req.format.name(), "fromSurface": true});
+    if req.format == Format::Jpeg {
+        shot_params["quality"] = json!(req.quality);
+    }
+    let mut truncated = false;
+    if req.full_page {
+        let width = page_size.0.min(MAX_WIDTH);
+        let height = page_size.1.min(limits.max_height);
+        truncated = page_size.1 > limits.max_height;
+        shot_params["captureBeyondViewport"] = json!(true);
+        shot_params["clip"] = json!({"x": 0, "y": 0, "width": width, "height": height, "scale": 1});
+    }
+    let captured = tokio::time::timeout(
+        limits.timeout,
+        cdp.call(s, "Page.captureScreenshot", shot_params),
+    )
+    .await
+    .map_err(|_| timeout())??;
+    let data = field(&captured, "data", "Page.captureScreenshot")?;
+    let bytes = base64_decode(&data)?;
+    let (width, height) =
+        image::dimensions(req.format, &bytes).map_err(ScreenshotError::BadImage)?;
+
+    // WebSockets opened by the page are checked as they open; wait for the last verdicts.
+    let checked = state_rx.wait_for(|st| st.sockets_pending == 0);
+    match tokio::time::timeout(Duration::from_secs(5), checked).await {
+        Err(_) => return Err(timeout()),
+        Ok(Err(_)) => return Err(ScreenshotError::BrowserGone),
+        Ok(Ok(_)) => {}
+    }
+    let st = state_rx.borrow();
+    page_ok(&st, req)?;
+    Ok(Shot {
+        bytes,
+        width,
+        height,
+        final_url: st.final_url.clone(),
+        status: st.status,
+        page_size,
+        truncated,
+        blocked: st.blocked.clone(),
+        blocked_count: st.blocked_count,
+        phases_ms: [
+            ("tab", ms(t1 - t0)),
+            ("load", ms(t2 - t1)),
+            ("capture", ms(t2.elapsed())),
+        ],
+    })
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().try_into().unwrap_or(u64::MAX)
+}
+
+fn base64_decode(data: &str) -> Result<Vec<u8>, ScreenshotError> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| ScreenshotError::BadImage(format!("invalid base64: {e}")))
+}
+
+/// Fails when the event loop saw something that voids the capture.
+fn page_ok(st: &State, req: &Request) -> Result<(), ScreenshotError> {
+    if let Some(r) = &st.main_refusal {
+        let same = matches!(r, Refusal::Address { url, .. } if url == req.url.as_str());
+        return Err(if same {
+            ScreenshotError::Refused(r.clone())
+        } else {
+            ScreenshotError::RedirectRefused(r.clone())
+        });
+    }
+    if let Some((url, ip, range, hint)) = &st.violation {
+        return Err(ScreenshotError::ServedFromRefused {
+            url: url.clone(),
+            ip: *ip,
+            range,
+            hint,
+        });
+    }
+    if let Some(r) = &st.socket_refusal {
+        return Err(ScreenshotError::SocketRefused(r.clone()));
+    }
+    if st.crashed {
+        return Err(ScreenshotError::PageCrashed {
+            url: req.url.to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn fetch_patterns() -> Value {
+    json!({"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+}
+
+fn auto_attach() -> Value {
+    json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true})
+}
+
+/// The tab's event loop: answers paused requests, follows attached targets, and records
+/// loads, redirects, statuses and crashes.
+struct Loop {
+    browser: Arc<Browser>,
+    main_session: String,
+    main_frame: String,
+    checker: Arc<RequestChecker>,
+}
+
+impl Loop {
+    async fn run(
+        self,
+        mut events: mpsc::UnboundedReceiver<super::cdp::Event>,
+        state: watch::Sender<State>,
+    ) {
+        let state = Arc::new(state);
+        let this = Arc::new(self);
+        while let Some(ev) = events.recv().await {
+            let main = ev.session == this.main_session;
+            let p = &ev.params;
+            match ev.method.as_str() {
+                "Fetch.requestPaused" => {
+                    tokio::spawn(this.clone().decide(ev.session, ev.params, state.clone()));
+                }
+                "Target.attachedToTarget" => {
+                    tokio::spawn(this.clone().follow(ev.params));
+                }
+                "Page.lifecycleEvent"
+                    if main && p["name"] == "load" && p["frameId"] == *this.main_frame =>
+                {
+                    if let Some(loader) = p["loaderId"].as_str() {
+                        state.send_modify(|s| {
+                            s.loaded.insert(loader.to_owned());
+                        });
+                    }
+                }
+                "Page.frameNavigated" if main && p["frame"]["id"] == *this.main_frame => {
+                    let url = p["frame"]["url"].as_str().map(str::to_owned);
+                    state.send_modify(|s| s.final_url = url);
+                }
+                "Network.responseReceived" => this.response(main, p, &state),
+                "Network.webSocketCreated" => {
+                    state.send_modify(|s| s.sockets_pending += 1);
+                    tokio::spawn(this.clone().socket(ev.params, state.clone()));
+                }
+                "Inspector.targetCrashed" if main => state.send_modify(|s| s.crashed = true),
+                _ => {}
+            }
+        }
+    }
+
+    /// Continues or fails one paused request.
+    async fn decide(
+        self: Arc<Self>,
+        session: String,
+        params: Value,
+        state: Arc<watch::Sender<State>>,
+    ) {
+        let Some(id) = params["requestId"].as_str() else {
+            return;
+        };
+        let url = params["request"]["url"].as_str().unwrap_or_default();
+        let cdp = &self.browser.cdp;
+        let verdict = self.checker.check(url).await;
+        let (method, args) = match verdict {
+            Ok(()) => ("Fetch.continueRequest", json!({"requestId": id})),
+            Err(refusal) => {
+                let is_main = session == self.main_session
+                    && params["resourceType"] == "Document"
+                    && params["frameId"] == *self.main_frame;
+                tracing::debug!("blocked: {refusal}");
+                state.send_modify(|s| {
+                    if is_main {
+                        s.main_refusal.get_or_insert(refusal);
+                    } else {
+                        s.blocked_count += 1;
+                        if s.blocked.len() < MAX_BLOCKED_LISTED {
+                            s.blocked.push(refusal.to_string());
+                        }
+                    }
+                });
+                (
+                    "Fetch.failRequest",
+                    json!({"requestId": id, "errorReason": "BlockedByClient"}),
+                )
+            }
+        };
+        if let Err(e) = cdp.call(Some(&session), method, args).await {
+            tracing::debug!("{method} {url}: {e}");
+        }
+    }
+
+    /// Checks the address of a WebSocket the page opened. `Fetch` cannot hold WebSockets
+    /// back, so a refused one cannot be stopped; it voids the capture instead.
+    async fn socket(self: Arc<Self>, params: Value, state: Arc<watch::Sender<State>>) {
+        let url = params["url"].as_str().unwrap_or_default();
+        let verdict = self.checker.check(url).await;
+        state.send_modify(|s| {
+            s.sockets_pending -= 1;
+            if let Err(r) = verdict {
+                s.socket_refusal.get_or_insert(r);
+            }
+        });
+    }
+
+    /// Sets up a target attached under the tab (a frame in another process, a worker) like
+    /// the tab itself, then lets it run.
+    async fn follow(self: Arc<Self>, params: Value) {
+        let Some(child) = params["sessionId"].as_str() else {
+            return;
+        };
+        let cdp = &self.browser.cdp;
+        for (method, args) in [
+            ("Network.enable", json!({})),
+            ("Fetch.enable", fetch_patterns()),
+            ("Target.setAutoAttach", auto_attach()),
+        ] {
+            // Some target types lack some domains; what they lack they cannot use either.
+            if let Err(e) = cdp.call(Some(child), method, args).await {
+                tracing::debug!(
+                    "{method} on an attached {}: {e}",
+                    params["targetInfo"]["type"]
+                );
+            }
+        }
+        if params["waitingForDebugger"].as_bool() == Some(true) {
+            let _ = cdp
+                .call(Some(child), "Runtime.runIfWaitingForDebugger", json!({}))
+                .await;
+        }
+    }
+
+    /// Records the main document's status, and any response from a refused address.
+    fn response(&self, main: bool, p: &Value, state: &watch::Sender<State>) {
+        let resp = &p["response"];
+        if main && p["type"] == "Document" && p["frameId"] == *self.main_frame {
+            let status = resp["status"].as_f64().map(|s| s as u64);
+            state.send_modify(|s| s.status = status);
+        }
+        let Some(addr) = resp["remoteIPAddress"].as_str() else {
+            return;
+        };
+        let Ok(ip) = addr
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+        else {
+            return;
+        };
+        if let Some((c, hint)) = self.checker.policy().refuses(ip) {
+            let url = resp["url"].as_str().unwrap_or_default().to_owned();
+            state.send_modify(|s| {
+                s.violation.get_or_insert((url, ip, c.range, hint));
+            });
+        }
+    }
+}

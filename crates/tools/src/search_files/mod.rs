@@ -1,0 +1,318 @@
+//! `search_files`: the seed lesson's file search (`directory`, `pattern`, `recursive`,
+//! `max_results`), sandboxed to the server's roots, deterministic, and walked in parallel.
+//!
+//! - [`pattern`]: how a glob is read (name or path, depth, pruning).
+//! - [`sandbox`]: roots (the server's, narrowed by a legacy client's) and resolving
+//!   `directory` without revealing anything outside them.
+//! - [`walk`]: the parallel walk over `ignore`'s `WalkParallel`, with a bounded heap of
+//!   matches per worker.
+//!
+//! The walk runs on tokio's blocking pool; the async side only waits for it, and raises a
+//! stop flag the walker checks on every entry when the call is cancelled, times out, or
+//! its future is dropped.
+
+mod pattern;
+mod sandbox;
+mod walk;
+
+use pattern::Pattern;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use toolwright_protocol::{CallToolResult, ToolAnnotations};
+use toolwright_server::{Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
+use walk::Kind;
+
+const DESCRIPTION: &str = "\
+Search for files matching a glob pattern in a directory. Returns a list of matching file paths, \
+relative to the directory. Use this when you need to find files by name, extension, or path pattern.\n\
+\n\
+Patterns: a pattern without '/' is matched against each entry's name ('*.py', 'test_*.txt'); a \
+pattern with '/' or '**' is matched against the entry's path relative to `directory` \
+('src/*.rs', '**/tests/*.py'). '*' and '?' never match '/', '**' matches any number of \
+directories, '[abc]' and '{a,b}' work as in shells, '\\' escapes, and a trailing '/' matches \
+directories only. recursive=false looks only at entries directly in `directory` (a pattern with \
+'/' is then anchored there, like a shell glob: 'src/*.rs' looks in src/ only); recursive=true \
+searches all subdirectories (and a pattern with '/' may then start at any depth).\n\
+\n\
+What is searched: hidden entries (names starting with '.') are skipped unless include_hidden is \
+true; entries excluded by .gitignore, .ignore and .git/info/exclude files are skipped unless \
+respect_gitignore is false; symbolic links are reported but not descended into unless \
+follow_symlinks is true. Only directories inside the server's roots can be searched (a relative \
+`directory` starts from the first root); links that lead outside the roots are neither followed \
+nor reported. Unreadable entries are skipped and counted, never fatal.\n\
+\n\
+Result: {directory, matches, truncated, matched, scanned, skipped}. `matches` are sorted (path \
+components compared bytewise, so the same call on the same tree always gives the same list), \
+directories end with '/', and at most max_results are returned: the first in that order. \
+`truncated` is true when more entries matched (`matched` says how many).";
+
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "directory": {
+                "type": "string",
+                "description": "Directory path to search in: absolute, or relative to the server's first root. It must be inside the server's roots."
+            },
+            "pattern": {
+                "type": "string",
+                "description": "Glob pattern to match (e.g., '*.py', 'test_*.txt', 'src/**/*.rs'). Without '/' it matches names; with '/' or '**' it matches paths relative to `directory`."
+            },
+            "recursive": {
+                "type": "boolean",
+                "description": "Search subdirectories recursively",
+                "default": false
+            },
+            "max_results": {
+                "type": "integer",
+                "description": "Maximum number of results to return (the first ones in sorted order)",
+                "minimum": 1,
+                "maximum": 1000,
+                "default": 100
+            },
+            "type": {
+                "type": "string",
+                "enum": ["any", "file", "directory"],
+                "description": "Which entries may match: files and directories alike, files only (everything but directories), or directories only",
+                "default": "any"
+            },
+            "include_hidden": {
+                "type": "boolean",
+                "description": "Also search entries whose name starts with '.' (and descend into such directories)",
+                "default": false
+            },
+            "respect_gitignore": {
+                "type": "boolean",
+                "description": "Skip entries excluded by .gitignore, .ignore and .git/info/exclude files in the searched tree and in the directories between the root and `directory`",
+                "default": true
+            },
+            "follow_symlinks": {
+                "type": "boolean",
+                "description": "Descend into symbolic links to directories (only those that stay inside the server's roots)",
+                "default": false
+            },
+            "case_sensitive": {
+                "type": "boolean",
+                "description": "Match letter case exactly; false makes '*.PY' match 'a.py'",
+                "default": true
+            }
+        },
+        "required": ["directory", "pattern"],
+        "additionalProperties": false
+    })
+}
+
+fn count(description: &str) -> Value {
+    json!({"type": "integer", "minimum": 0, "description": description})
+}
+
+fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "directory": {
+                "type": "string",
+                "description": "The directory searched, as a canonical absolute path; every match is relative to it"
+            },
+            "matches": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Matching paths relative to `directory`, '/'-separated, sorted; directories end with '/'"
+            },
+            "truncated": {
+                "type": "boolean",
+                "description": "True when more entries matched than max_results allowed"
+            },
+            "matched": count("How many entries matched in all"),
+            "scanned": count("How many entries were examined (hidden and ignored entries the rules skip are not counted)"),
+            "skipped": {
+                "type": "object",
+                "description": "Entries passed over, by reason",
+                "properties": {
+                    "permission_denied": count("Entries or directories that could not be read: permission denied"),
+                    "outside_roots": count("Symbolic links leading outside the server's roots: neither reported nor followed"),
+                    "symlinks_not_followed": count("Symbolic links to directories inside the roots that were not descended into (follow_symlinks is false)"),
+                    "errors": count("Other unreadable entries: broken links, link loops, entries that vanished during the search")
+                },
+                "required": ["permission_denied", "outside_roots", "symlinks_not_followed", "errors"],
+                "additionalProperties": false
+            }
+        },
+        "required": ["directory", "matches", "truncated", "matched", "scanned", "skipped"],
+        "additionalProperties": false
+    })
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn hundred() -> usize {
+    100
+}
+
+fn any() -> Kind {
+    Kind::Any
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    directory: String,
+    pattern: String,
+    #[serde(default)]
+    recursive: bool,
+    #[serde(default = "hundred")]
+    max_results: usize,
+    #[serde(default = "any", rename = "type")]
+    kind: Kind,
+    #[serde(default)]
+    include_hidden: bool,
+    #[serde(default = "yes")]
+    respect_gitignore: bool,
+    #[serde(default)]
+    follow_symlinks: bool,
+    #[serde(default = "yes")]
+    case_sensitive: bool,
+}
+
+/// `search_files`: finds files by glob under the server's roots.
+///
+/// See the module documentation and the tool's description for the rules. The default
+/// walks with one thread per available CPU (at most 8).
+#[derive(Debug, Clone)]
+pub struct SearchFiles {
+    threads: usize,
+}
+
+impl Default for SearchFiles {
+    fn default() -> Self {
+        SearchFiles {
+            threads: default_threads(),
+        }
+    }
+}
+
+impl SearchFiles {
+    /// A `search_files` that walks with `threads` worker threads (at least 1).
+    pub fn with_threads(threads: usize) -> Self {
+        SearchFiles {
+            threads: threads.max(1),
+        }
+    }
+}
+
+impl Tool for SearchFiles {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new("search_files", input_schema())
+            .with_title("Search files")
+            .with_description(DESCRIPTION)
+            .with_output_schema(output_schema())
+            .with_annotations(ToolAnnotations::read_only_closed_world("Search files"))
+    }
+
+    fn call(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
+        Box::pin(search(args, ctx, self.threads))
+    }
+}
+
+/// Raises the stop flag when dropped: the walk ends with the call, however the call ends.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+async fn search(
+    args: Value,
+    ctx: ToolContext,
+    threads: usize,
+) -> Result<CallToolResult, ToolError> {
+    let args: Args =
+        serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+    let pattern = Arc::new(Pattern::compile(
+        &args.pattern,
+        args.recursive,
+        args.case_sensitive,
+    )?);
+    let client_roots = ctx
+        .client_roots()
+        .await
+        .map_err(|e| ToolError::Failed(format!("could not get the client's roots: {e}")))?;
+    let server_roots = ctx.roots().to_vec();
+    let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_drop = StopOnDrop(stop.clone());
+    let job = {
+        let (ctx, stop) = (ctx.clone(), stop.clone());
+        tokio::task::spawn_blocking(move || {
+            let roots = sandbox::narrow(&server_roots, client_roots.as_deref().map(Vec::as_slice));
+            blocking(args, pattern, roots, threads, &stop, &ctx)
+        })
+    };
+    tokio::select! {
+        biased;
+        _ = ctx.cancellation().cancelled() => Err(ToolError::Cancelled),
+        r = job => r.map_err(|e| ToolError::Internal(format!("the search stopped unexpectedly: {e}")))?,
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZero::get)
+        .min(8)
+}
+
+fn blocking(
+    args: Args,
+    pattern: Arc<Pattern>,
+    roots: Vec<PathBuf>,
+    threads: usize,
+    stop: &AtomicBool,
+    ctx: &ToolContext,
+) -> Result<CallToolResult, ToolError> {
+    let dir = sandbox::resolve(&args.directory, &roots)?;
+    let spec = walk::Spec {
+        ancestor_ignores: if args.respect_gitignore {
+            sandbox::ancestor_ignore_files(&dir, &roots)
+        } else {
+            Vec::new()
+        },
+        dir,
+        roots: Arc::new(roots),
+        pattern,
+        kind: args.kind,
+        max_results: args.max_results.max(1),
+        include_hidden: args.include_hidden,
+        respect_gitignore: args.respect_gitignore,
+        follow_symlinks: args.follow_symlinks,
+        threads,
+    };
+    let report = |scanned: u64, matched: u64| {
+        let msg = format!("scanned {scanned} entries, {matched} matches so far");
+        ctx.progress(scanned as f64, None, Some(&msg));
+    };
+    let Some(out) = walk::run(&spec, stop, &report) else {
+        return Err(ToolError::Cancelled);
+    };
+    let truncated = out.matched > out.matches.len() as u64;
+    Ok(CallToolResult::structured(json!({
+        "directory": spec.dir.to_string_lossy(),
+        "matches": out.matches,
+        "truncated": truncated,
+        "matched": out.matched,
+        "scanned": out.scanned,
+        "skipped": {
+            "permission_denied": out.skipped.permission_denied,
+            "outside_roots": out.skipped.outside_roots,
+            "symlinks_not_followed": out.skipped.symlinks_not_followed,
+            "errors": out.skipped.errors,
+        }
+    })))
+}
+
+#[cfg(test)]
+mod tests;

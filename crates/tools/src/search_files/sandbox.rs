@@ -1,0 +1,296 @@
+//! The sandbox: which directories may be searched, and how a requested `directory` is
+//! resolved against them without revealing anything about paths outside.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use toolwright_server::ToolError;
+
+/// True when `path` (canonical) is one of `roots` or below one.
+pub(crate) fn inside(path: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|r| path.starts_with(r))
+}
+
+/// The local path of a `file://` URI (`None` for other schemes, remote hosts, or a URI
+/// that does not parse).
+pub(crate) fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let url = url::Url::parse(uri).ok()?;
+    if url.scheme() != "file" {
+        return None;
+    }
+    url.to_file_path().ok()
+}
+
+/// The roots a call may use: the server's, narrowed by the client's when it offered some.
+///
+/// A client root inside a server root narrows it; a server root inside a client root stays
+/// as is; roots that do not overlap give nothing. Client roots that do not exist are
+/// dropped. The order follows the client's list (its first root comes first).
+pub(crate) fn narrow(server: &[PathBuf], client_uris: Option<&[String]>) -> Vec<PathBuf> {
+    let Some(uris) = client_uris else {
+        return server.to_vec();
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    for uri in uris {
+        let Some(c) = file_uri_path(uri).and_then(|p| std::fs::canonicalize(p).ok()) else {
+            continue;
+        };
+        for s in server {
+            let allowed = if c.starts_with(s) {
+                c.clone()
+            } else if s.starts_with(&c) {
+                s.clone()
+            } else {
+                continue;
+            };
+            if !out.contains(&allowed) {
+                out.push(allowed);
+            }
+        }
+    }
+    out
+}
+
+fn list(roots: &[PathBuf]) -> String {
+    roots
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn outside(given: &str, roots: &[PathBuf]) -> ToolError {
+    ToolError::Failed(format!(
+        "directory {given:?} is outside the directories this server may search ({}); \
+         pass a directory inside one of them",
+        list(roots)
+    ))
+}
+
+/// Resolves the requested directory to a canonical path inside `roots`.
+///
+/// A relative path is taken from the first root. The answer for a path outside the roots
+/// is the same whether or not it exists: when the path does not resolve, the verdict comes
+/// from its deepest ancestor that does (symlinks and `..` included), so a missing path
+/// behind a link that leads out is "outside", never "does not exist".
+pub(crate) fn resolve(given: &str, roots: &[PathBuf]) -> Result<PathBuf, ToolError> {
+    let Some(first) = roots.first() else {
+        return Err(ToolError::Failed(
+            "no directory may be searched: the server's roots and the client's roots have \
+             nothing in common"
+                .into(),
+        ));
+    };
+    let requested = Path::new(given);
+    let joined = if requested.is_absolute() {
+        requested.to_path_buf()
+    } else {
+        first.join(requested)
+    };
+    let canonical = match std::fs::canonicalize(&joined) {
+        Ok(c) => c,
+        Err(e) => {
+            let mut ancestor = joined.parent();
+            let known = loop {
+                match ancestor {
+                    Some(a) => match std::fs::canonicalize(a) {
+                        Ok(c) => break Some(c),
+                        Err(_) => ancestor = a.parent(),
+                    },
+                    None => break None,
+                }
+            };
+            return Err(match known {
+                Some(c) if inside(&c, roots) => match e.kind() {
+                    ErrorKind::NotFound => ToolError::Failed(format!(
+                        "directory {given:?} does not exist (searched from {})",
+                        first.display()
+                    )),
+                    ErrorKind::PermissionDenied => ToolError::Failed(format!(
+                        "directory {given:?} cannot be reached: permission denied"
+                    )),
+                    ErrorKind::NotADirectory => ToolError::Failed(format!(
+                        "directory {given:?} does not exist: a component of it is a file"
+                    )),
+                    _ => ToolError::Failed(format!("directory {given:?} cannot be resolved: {e}")),
+                },
+                _ => outside(given, roots),
+            });
+        }
+    };
+    if !inside(&canonical, roots) {
+        return Err(outside(given, roots));
+    }
+    let meta = std::fs::metadata(&canonical)
+        .map_err(|e| ToolError::Failed(format!("directory {given:?} cannot be read: {e}")))?;
+    if !meta.is_dir() {
+        return Err(ToolError::Failed(format!(
+            "{given:?} is a file, not a directory; pass the directory that contains it and a \
+             pattern that matches its name"
+        )));
+    }
+    if let Err(e) = std::fs::read_dir(&canonical) {
+        let why = if e.kind() == ErrorKind::PermissionDenied {
+            "permission denied".into()
+        } else {
+            e.to_string()
+        };
+        return Err(ToolError::Failed(format!(
+            "directory {given:?} cannot be read: {why}"
+        )));
+    }
+    Ok(canonical)
+}
+
+/// The `.gitignore` and `.ignore` files of the directories between the root that holds
+/// `dir` and `dir` itself (exclusive), outermost first: their rules apply to the search as
+/// they would in the whole tree, while nothing above the root is ever read.
+pub(crate) fn ancestor_ignore_files(dir: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
+    let Some(root) = roots
+        .iter()
+        .filter(|r| dir.starts_with(r))
+        .max_by_key(|r| r.as_os_str().len())
+    else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<&Path> = dir
+        .ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(root))
+        .collect();
+    dirs.reverse();
+    dirs.iter()
+        .flat_map(|d| [d.join(".gitignore"), d.join(".ignore")])
+        .filter(|f| f.is_file())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn msg(r: Result<PathBuf, ToolError>) -> String {
+        match r {
+            Err(ToolError::Failed(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    struct Tree {
+        _tmp: tempfile::TempDir,
+        root: PathBuf,
+        outside: PathBuf,
+    }
+
+    /// `<tmp>/root/{sub/, file.txt, out -> ../outside, in -> sub}`, `<tmp>/outside/secret/`.
+    fn tree() -> Tree {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(tmp.path()).unwrap();
+        let root = base.join("root");
+        let outside = base.join("outside");
+        fs::create_dir_all(root.join("sub")).unwrap();
+        fs::create_dir_all(outside.join("secret")).unwrap();
+        fs::write(root.join("file.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("in")).unwrap();
+        Tree {
+            _tmp: tmp,
+            root,
+            outside,
+        }
+    }
+
+    #[test]
+    fn inside_paths_resolve() {
+        let t = tree();
+        let roots = vec![t.root.clone()];
+        assert_eq!(resolve("sub", &roots).unwrap(), t.root.join("sub"));
+        assert_eq!(resolve(".", &roots).unwrap(), t.root);
+        assert_eq!(resolve("", &roots).unwrap(), t.root);
+        assert_eq!(resolve("in", &roots).unwrap(), t.root.join("sub"));
+        assert_eq!(
+            resolve(t.root.join("sub/../sub").to_str().unwrap(), &roots).unwrap(),
+            t.root.join("sub")
+        );
+    }
+
+    #[test]
+    fn outside_answers_do_not_depend_on_existence() {
+        let t = tree();
+        let roots = vec![t.root.clone()];
+        let exists = msg(resolve("out/secret", &roots));
+        let missing = msg(resolve("out/nothing-here", &roots));
+        assert!(exists.contains("outside"), "{exists}");
+        assert_eq!(
+            exists.replace("secret", "X"),
+            missing.replace("nothing-here", "X")
+        );
+        let up = msg(resolve("../outside", &roots));
+        let up_missing = msg(resolve("../nowhere", &roots));
+        assert!(up.contains("outside") && up_missing.contains("outside"));
+        assert!(msg(resolve("in/../../outside/secret", &roots)).contains("outside"));
+        assert!(msg(resolve(t.outside.to_str().unwrap(), &roots)).contains("outside"));
+        assert!(msg(resolve("/definitely/not/here", &roots)).contains("outside"));
+        assert!(!up.contains(t.outside.to_str().unwrap()), "{up}");
+    }
+
+    #[test]
+    fn missing_and_file_are_explained() {
+        let t = tree();
+        let roots = vec![t.root.clone()];
+        assert!(msg(resolve("nope", &roots)).contains("does not exist"));
+        assert!(msg(resolve("file.txt", &roots)).contains("is a file"));
+        assert!(msg(resolve("file.txt/x", &roots)).contains("does not exist"));
+        assert!(msg(resolve(".", &[])).contains("nothing in common"));
+    }
+
+    #[test]
+    fn client_roots_narrow_server_roots() {
+        let t = tree();
+        let server = vec![t.root.clone()];
+        let uri = |p: &Path| url::Url::from_file_path(p).unwrap().to_string();
+        let sub = t.root.join("sub");
+        assert_eq!(narrow(&server, None), server);
+        assert_eq!(narrow(&server, Some(&[uri(&sub)])), vec![sub.clone()]);
+        assert_eq!(
+            narrow(&server, Some(&[uri(t.root.parent().unwrap())])),
+            server
+        );
+        assert!(narrow(&server, Some(&[uri(&t.outside)])).is_empty());
+        assert!(narrow(&server, Some(&["https://example.com/x".into()])).is_empty());
+        assert!(narrow(&server, Some(&[uri(&t.root.join("missing"))])).is_empty());
+        assert_eq!(
+            narrow(&server, Some(&[uri(&sub), uri(&t.root)])),
+            vec![sub, t.root.clone()]
+        );
+    }
+
+    #[test]
+    fn file_uris() {
+        assert_eq!(
+            file_uri_path("file:///tmp/a%20b"),
+            Some(PathBuf::from("/tmp/a b"))
+        );
+        assert_eq!(
+            file_uri_path("file://localhost/tmp"),
+            Some(PathBuf::from("/tmp"))
+        );
+        assert_eq!(file_uri_path("file://elsewhere/tmp"), None);
+        assert_eq!(file_uri_path("http://x/y"), None);
+        assert_eq!(file_uri_path("not a uri"), None);
+    }
+
+    #[test]
+    fn ignore_files_between_root_and_directory() {
+        let t = tree();
+        fs::write(t.root.join(".gitignore"), "*.log\n").unwrap();
+        fs::write(t.root.join("sub/.ignore"), "x\n").unwrap();
+        fs::create_dir(t.root.join("sub/deep")).unwrap();
+        let roots = vec![t.root.clone()];
+        assert_eq!(
+            ancestor_ignore_files(&t.root.join("sub/deep"), &roots),
+            vec![t.root.join(".gitignore"), t.root.join("sub/.ignore")]
+        );
+        assert!(ancestor_ignore_files(&t.root, &roots).is_empty());
+    }
+}
