@@ -44,9 +44,13 @@ pub struct ServerArgs {
     /// Deepest JSON nesting accepted.
     #[arg(long, value_name = "N", default_value_t = 128)]
     pub max_depth: usize,
-    /// Tools per tools/list page.
-    #[arg(long, value_name = "N", default_value_t = 500)]
-    pub page_size: usize,
+    /// Most tools per tools/list page (default: no count limit; pages are cut at
+    /// --page-bytes).
+    #[arg(long, value_name = "N")]
+    pub page_size: Option<usize>,
+    /// Most bytes of tool definitions per tools/list page.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub page_bytes: usize,
     /// Report argument validation failures as JSON-RPC -32602 errors instead of isError
     /// results (the behaviour protocol versions up to 2025-06-18 described).
     #[arg(long)]

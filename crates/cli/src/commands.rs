@@ -46,7 +46,10 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
     }
     let mut config = Config {
         call_timeout: Duration::from_secs_f64(a.call_timeout),
-        page_size: a.page_size.max(1),
+        paging: toolwright_server::registry::Paging {
+            max_tools: a.page_size.unwrap_or(usize::MAX).max(1),
+            max_bytes: a.page_bytes,
+        },
         roots,
         ..Config::default()
     };
@@ -57,44 +60,52 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
     }
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
     info.title = Some("toolwright".into());
-    let server = Server::new(info, config);
     let options = toolwright_tools::Options {
         screenshot: a.screenshot.settings()?,
     };
-    toolwright_tools::register_all(&server, &options)?;
+    let extra = a.bench_extra_tools;
+    // Built-in tools compile their schemas on a thread of their own while the server
+    // starts answering; tools/list and tools/call wait for them.
+    let server = Server::new_warming(info, config, move |server| {
+        let registered = toolwright_tools::register_all(server, &options)
+            .and_then(|()| (0..extra).try_for_each(|i| server.register(synthetic_tool(i))));
+        if let Err(e) = registered {
+            eprintln!("toolwright: registering the built-in tools failed: {e}");
+            std::process::exit(2);
+        }
+    });
+    // Fixture sets may add resources and prompts, which the capabilities announce at
+    // initialize, so they are registered before serving.
     if let Some(set) = &a.fixtures
         && !toolwright_tools::fixtures::register(&server, set)?
     {
         bail!("unknown fixture set {set:?}");
     }
-    for i in 0..a.bench_extra_tools {
-        server.register(synthetic_tool(i))?;
-    }
     Ok(server)
 }
 
-/// A data-defined tool with a realistic schema, for tools/list benchmarks.
+/// A data-defined tool for the tools/list benchmark, shaped exactly like the peers' extra
+/// tools (bench/peers: the `add` arguments schema that schemars derives), so every server
+/// lists the same bytes.
 fn synthetic_tool(i: usize) -> FnTool {
     let def = json!({
         "name": format!("bench_tool_{i:04}"),
-        "title": format!("Bench tool {i}"),
-        "description": "Looks up records matching a query and returns them as a list. Use it only in benchmarks.",
+        "description": format!("Synthetic benchmark tool number {i}: adds two numbers."),
         "inputSchema": {
-            "type": "object",
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "description": "Arguments of `add`.",
             "properties": {
-                "query": {"type": "string", "description": "Search query", "minLength": 1, "maxLength": 100},
-                "limit": {"type": "integer", "description": "Max results", "minimum": 1, "maximum": 100, "default": 10},
-                "format": {"type": "string", "description": "Output format", "enum": ["json", "csv", "xml"]},
-                "tags": {"type": "array", "description": "Filter by tags", "items": {"type": "string"}}
+                "a": {"description": "Left operand.", "format": "double", "type": "number"},
+                "b": {"description": "Right operand.", "format": "double", "type": "number"}
             },
-            "required": ["query"]
-        },
-        "annotations": {"readOnlyHint": true, "openWorldHint": false}
+            "required": ["a", "b"],
+            "title": "AddArgs",
+            "type": "object"
+        }
     });
     FnTool::from_json(def, |args, _ctx| async move {
-        Ok(CallToolResult::content(vec![
-            toolwright_protocol::Content::text(args.to_string()),
-        ]))
+        let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+        Ok(CallToolResult::structured(json!({"result": sum})))
     })
     .expect("the synthetic definition is valid")
 }

@@ -25,8 +25,8 @@ pub struct Config {
     pub client_request_timeout: Duration,
     /// Largest message and deepest nesting accepted.
     pub limits: Limits,
-    /// Tools per `tools/list` page.
-    pub page_size: usize,
+    /// How `tools/list` is cut into pages.
+    pub paging: crate::registry::Paging,
     /// How argument validation failures are reported.
     pub input_errors: InputErrorMode,
     /// `ttlMs` on modern cacheable results.
@@ -52,7 +52,7 @@ impl Default for Config {
             call_timeout: Duration::from_secs(60),
             client_request_timeout: Duration::from_secs(30),
             limits: Limits::default(),
-            page_size: 500,
+            paging: crate::registry::Paging::default(),
             input_errors: InputErrorMode::default(),
             ttl_ms: 60_000,
             cache_scope: CacheScope::Public,

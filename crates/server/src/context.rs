@@ -5,7 +5,7 @@ use crate::error::ClientRequestError;
 use crate::session::{Outbound, Session};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -23,7 +23,7 @@ pub(crate) struct Scope {
     pub version: ProtocolVersion,
     pub cancel: CancellationToken,
     pub progress_token: Option<RequestId>,
-    pub last_progress: AtomicU64,
+    pub last_progress: Mutex<f64>,
     /// Modern: the request's own log level (None = no logs). Legacy: ignored.
     pub modern_log_level: Option<LoggingLevel>,
     pub sink: Arc<dyn Outbound>,
@@ -67,7 +67,7 @@ impl ToolContext {
             version: ProtocolVersion::LATEST,
             cancel: CancellationToken::new(),
             progress_token: None,
-            last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
+            last_progress: Mutex::new(f64::NEG_INFINITY),
             modern_log_level: None,
             session: Session::new(sink.clone()),
             sink,
@@ -94,7 +94,9 @@ impl ToolContext {
     }
 
     /// The token that fires when the client cancels the call, it times out, or the
-    /// connection closes. Blocking work should check [`CancellationToken::is_cancelled`].
+    /// connection closes. Blocking work should check [`CancellationToken::is_cancelled`]
+    /// now and then; a very hot loop is better served by an `AtomicBool` set from
+    /// `cancelled().await`, since `is_cancelled` takes a lock.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.inner.cancel
     }
@@ -120,13 +122,17 @@ impl ToolContext {
         let Some(token) = &self.inner.progress_token else {
             return;
         };
-        let prev = f64::from_bits(self.inner.last_progress.load(Ordering::Relaxed));
-        if progress.is_nan() || progress <= prev {
+        // Checked and sent under one lock, so concurrent reporters never send a value
+        // that goes down.
+        let mut last = self
+            .inner
+            .last_progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if progress.is_nan() || progress <= *last {
             return;
         }
-        self.inner
-            .last_progress
-            .store(progress.to_bits(), Ordering::Relaxed);
+        *last = progress;
         let mut params = json!({"progressToken": token, "progress": progress});
         if let Some(t) = total {
             params["total"] = json!(t);

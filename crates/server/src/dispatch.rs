@@ -19,7 +19,6 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::task::{Context, Poll, Waker};
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, Message, Parsed, RequestId, code};
@@ -469,6 +468,7 @@ impl Server {
     ) -> Result<Vec<u8>, ErrorObject> {
         let p: PaginatedParams = parse_params(params)?;
         let era = self.era(session, p.meta.as_ref())?;
+        self.wait_ready();
         let snapshot = self.inner.registry.snapshot();
         let page = snapshot
             .page(p.cursor.as_deref(), era.version())
@@ -543,6 +543,7 @@ impl Server {
             Ok(e) => e,
             Err(e) => return error_reply(&id, e),
         };
+        self.wait_ready();
         let snapshot = self.inner.registry.snapshot();
         let Some(entry) = snapshot.get(&p.name).cloned() else {
             return error_reply(
@@ -665,7 +666,7 @@ impl Server {
             version: era.version(),
             cancel: cancel.clone(),
             progress_token: meta.progress_token,
-            last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
+            last_progress: std::sync::Mutex::new(f64::NEG_INFINITY),
             modern_log_level: match era {
                 Era::Modern { log_level, .. } => *log_level,
                 Era::Legacy(_) => None,

@@ -93,12 +93,39 @@ fn shape_index(v: ProtocolVersion) -> usize {
         .expect("every version has a shape")
 }
 
+/// How `tools/list` is cut into pages: a page ends after `max_tools` tools or before the
+/// tool that would take its JSON past `max_bytes` (a page always holds at least one tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paging {
+    /// Most tools on one page.
+    pub max_tools: usize,
+    /// Most bytes of tool definitions on one page.
+    pub max_bytes: usize,
+}
+
+impl Default for Paging {
+    /// Pages of up to 1 MiB of definitions: one round trip for all but huge catalogs.
+    fn default() -> Self {
+        Paging {
+            max_tools: usize::MAX,
+            max_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A serialized page: the tools `start..end` as a JSON array.
+struct CachedPage {
+    start: usize,
+    end: usize,
+    json: Box<str>,
+}
+
 /// One immutable view of the registered tools, sorted by name.
 pub struct Snapshot {
     entries: Vec<Arc<Entry>>,
-    page_size: usize,
-    /// Serialized `tools` arrays, per wire shape and page.
-    pages: [Vec<OnceLock<Box<str>>>; SHAPES],
+    paging: Paging,
+    /// Every page, per wire shape, serialized the first time that shape is listed.
+    pages: [OnceLock<Vec<CachedPage>>; SHAPES],
 }
 
 /// A page of `tools/list`, ready to be written.
@@ -110,13 +137,11 @@ pub struct Page<'a> {
 }
 
 impl Snapshot {
-    fn new(entries: Vec<Arc<Entry>>, page_size: usize) -> Self {
-        let n_pages = entries.len().div_ceil(page_size).max(1);
-        let pages = std::array::from_fn(|_| (0..n_pages).map(|_| OnceLock::new()).collect());
+    fn new(entries: Vec<Arc<Entry>>, paging: Paging) -> Self {
         Snapshot {
             entries,
-            page_size,
-            pages,
+            paging,
+            pages: std::array::from_fn(|_| OnceLock::new()),
         }
     }
 
@@ -143,6 +168,51 @@ impl Snapshot {
         self.entries.is_empty()
     }
 
+    /// Cuts `entries[start..]` into pages, serialized in the shape of `version`; with
+    /// `only_first`, stops after one page.
+    fn build_pages(
+        &self,
+        start: usize,
+        version: ProtocolVersion,
+        only_first: bool,
+    ) -> Vec<CachedPage> {
+        let mut pages = Vec::new();
+        let mut json = String::from("[");
+        let mut page_start = start;
+        for (i, e) in self.entries.iter().enumerate().skip(start) {
+            let item = serde_json::to_string(&e.definition.to_wire(version))
+                .expect("definitions serialize");
+            let count = i - page_start;
+            if count > 0
+                && (count >= self.paging.max_tools
+                    || json.len() + 1 + item.len() + 1 > self.paging.max_bytes)
+            {
+                json.push(']');
+                pages.push(CachedPage {
+                    start: page_start,
+                    end: i,
+                    json: std::mem::take(&mut json).into_boxed_str(),
+                });
+                if only_first {
+                    return pages;
+                }
+                json.push('[');
+                page_start = i;
+            }
+            if i > page_start {
+                json.push(',');
+            }
+            json.push_str(&item);
+        }
+        json.push(']');
+        pages.push(CachedPage {
+            start: page_start,
+            end: self.entries.len(),
+            json: json.into_boxed_str(),
+        });
+        pages
+    }
+
     /// The page that starts at `cursor` (or the first page), in the wire shape of `version`.
     /// A cursor this server did not hand out is an error.
     pub fn page(&self, cursor: Option<&str>, version: ProtocolVersion) -> Result<Page<'_>, String> {
@@ -150,29 +220,24 @@ impl Snapshot {
             None => 0,
             Some(c) => self.decode_cursor(c)?,
         };
-        let end = (start + self.page_size).min(self.entries.len());
-        let next_cursor = (end < self.entries.len()).then(|| encode_cursor(&self.entries[end - 1]));
-        let build = || {
-            let items: Vec<Value> = self.entries[start..end]
-                .iter()
-                .map(|e| e.definition.to_wire(version))
-                .collect();
-            serde_json::to_string(&items)
-                .expect("definitions serialize")
-                .into_boxed_str()
-        };
-        let tools_json = if start % self.page_size == 0 {
-            Cow::Borrowed(
-                &**self.pages[shape_index(version)][start / self.page_size].get_or_init(build),
-            )
-        } else {
+        let pages =
+            self.pages[shape_index(version)].get_or_init(|| self.build_pages(0, version, false));
+        let next =
+            |end: usize| (end < self.entries.len()).then(|| encode_cursor(&self.entries[end - 1]));
+        match pages.binary_search_by_key(&start, |p| p.start) {
+            Ok(i) => Ok(Page {
+                tools_json: Cow::Borrowed(&pages[i].json),
+                next_cursor: next(pages[i].end),
+            }),
             // A cursor from an older snapshot can land mid-page; such pages are not cached.
-            Cow::Owned(String::from(build()))
-        };
-        Ok(Page {
-            tools_json,
-            next_cursor,
-        })
+            Err(_) => {
+                let page = self.build_pages(start, version, true).remove(0);
+                Ok(Page {
+                    next_cursor: next(page.end),
+                    tools_json: Cow::Owned(page.json.into_string()),
+                })
+            }
+        }
     }
 
     fn decode_cursor(&self, cursor: &str) -> Result<usize, String> {
@@ -196,17 +261,20 @@ fn encode_cursor(last: &Entry) -> String {
 pub struct Registry {
     current: ArcSwap<Snapshot>,
     write: Mutex<()>,
-    page_size: usize,
+    paging: Paging,
 }
 
 impl Registry {
-    /// An empty registry whose `tools/list` pages hold `page_size` tools.
-    pub fn new(page_size: usize) -> Self {
-        let page_size = page_size.max(1);
+    /// An empty registry whose `tools/list` pages are cut by `paging`.
+    pub fn new(paging: Paging) -> Self {
+        let paging = Paging {
+            max_tools: paging.max_tools.max(1),
+            max_bytes: paging.max_bytes,
+        };
         Registry {
-            current: ArcSwap::from_pointee(Snapshot::new(Vec::new(), page_size)),
+            current: ArcSwap::from_pointee(Snapshot::new(Vec::new(), paging)),
             write: Mutex::new(()),
-            page_size,
+            paging,
         }
     }
 
@@ -235,7 +303,7 @@ impl Registry {
         let mut entries = old.entries.clone();
         entries.insert(at, entry);
         self.current
-            .store(Arc::new(Snapshot::new(entries, self.page_size)));
+            .store(Arc::new(Snapshot::new(entries, self.paging)));
         Ok(())
     }
 
@@ -252,7 +320,7 @@ impl Registry {
         let mut entries = old.entries.clone();
         entries.remove(at);
         self.current
-            .store(Arc::new(Snapshot::new(entries, self.page_size)));
+            .store(Arc::new(Snapshot::new(entries, self.paging)));
         true
     }
 }
@@ -274,10 +342,13 @@ mod tests {
 
     /// Registers `def` in an empty registry and returns the error's text, if any.
     fn refusal(def: Value) -> Option<String> {
-        Registry::new(10)
-            .register(tool(def))
-            .err()
-            .map(|e| e.to_string())
+        Registry::new(Paging {
+            max_tools: 10,
+            ..Paging::default()
+        })
+        .register(tool(def))
+        .err()
+        .map(|e| e.to_string())
     }
 
     #[test]
@@ -336,7 +407,10 @@ mod tests {
 
     #[test]
     fn duplicates_are_refused_and_order_is_by_name() {
-        let r = Registry::new(10);
+        let r = Registry::new(Paging {
+            max_tools: 10,
+            ..Paging::default()
+        });
         for n in ["b", "a", "c"] {
             r.register(named(n)).unwrap();
         }
@@ -357,7 +431,10 @@ mod tests {
 
     #[test]
     fn unregister() {
-        let r = Registry::new(10);
+        let r = Registry::new(Paging {
+            max_tools: 10,
+            ..Paging::default()
+        });
         r.register(named("a")).unwrap();
         assert!(r.unregister("a"));
         assert!(!r.unregister("a"));
@@ -366,7 +443,10 @@ mod tests {
 
     #[test]
     fn pages_and_cursors() {
-        let r = Registry::new(2);
+        let r = Registry::new(Paging {
+            max_tools: 2,
+            ..Paging::default()
+        });
         for n in ["a", "b", "c", "d", "e"] {
             r.register(named(n)).unwrap();
         }
@@ -401,8 +481,54 @@ mod tests {
     }
 
     #[test]
+    fn pages_are_cut_by_bytes_too() {
+        let r = Registry::new(Paging {
+            max_tools: usize::MAX,
+            max_bytes: 120,
+        });
+        for n in ["a", "b", "c"] {
+            r.register(named(n)).unwrap();
+        }
+        let s = r.snapshot();
+        let v = ProtocolVersion::V2025_06_18;
+        let mut cursor = None;
+        let mut sizes = Vec::new();
+        loop {
+            let p = s.page(cursor.as_deref(), v).unwrap();
+            assert!(p.tools_json.len() <= 120, "{}", p.tools_json);
+            sizes.push(
+                serde_json::from_str::<Vec<Value>>(&p.tools_json)
+                    .unwrap()
+                    .len(),
+            );
+            match p.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(sizes.iter().sum::<usize>(), 3);
+        assert!(sizes.len() > 1, "{sizes:?}");
+        // A single tool bigger than the budget still gets a page of its own.
+        let tiny = Registry::new(Paging {
+            max_tools: usize::MAX,
+            max_bytes: 10,
+        });
+        tiny.register(named("a")).unwrap();
+        tiny.register(named("b")).unwrap();
+        let snap = tiny.snapshot();
+        let p = snap.page(None, v).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Vec<Value>>(&p.tools_json)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(p.next_cursor.is_some());
+    }
+
+    #[test]
     fn an_empty_registry_has_one_empty_page() {
-        let r = Registry::new(3);
+        let r = Registry::new(Paging::default());
         let p = r
             .snapshot()
             .page(None, ProtocolVersion::LATEST)

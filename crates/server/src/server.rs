@@ -10,7 +10,7 @@ use crate::registry::{Registry, Snapshot};
 use crate::session::{Outbound, Session};
 use crate::tool::Tool;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tokio::sync::broadcast;
 use toolwright_protocol::{Implementation, ProtocolVersion};
 
@@ -34,6 +34,8 @@ pub(crate) struct Inner {
     pub events: broadcast::Sender<Event>,
     pub catalog: Catalog,
     pub state_key: StateKey,
+    /// Set once the tools registered at start-up are in place (see `Server::new_warming`).
+    pub ready: OnceLock<()>,
 }
 
 /// A change a client may be told about.
@@ -52,6 +54,41 @@ pub enum Event {
 impl Server {
     /// A server with no tools yet.
     pub fn new(info: Implementation, config: Config) -> Self {
+        let server = Self::unready(info, config);
+        let _ = server.inner.ready.set(());
+        server
+    }
+
+    /// A server that registers its start-up tools with `register` on a thread of its own,
+    /// so the process answers `initialize` (and `server/discover`) while schemas compile;
+    /// `tools/list` and `tools/call` wait until `register` returns. Tools registered that
+    /// way announce nothing (no client has seen a list yet). `register` must not add
+    /// resources or prompts: the capabilities sent at `initialize` do not wait for it.
+    pub fn new_warming(
+        info: Implementation,
+        config: Config,
+        register: impl FnOnce(&Server) + Send + 'static,
+    ) -> Self {
+        let server = Self::unready(info, config);
+        let warming = server.clone();
+        std::thread::Builder::new()
+            .name("toolwright-warm-up".into())
+            .spawn(move || {
+                register(&warming);
+                let _ = warming.inner.ready.set(());
+            })
+            .expect("spawning the warm-up thread");
+        server
+    }
+
+    /// Blocks until the start-up tools are registered (immediately for `Server::new`).
+    pub fn wait_ready(&self) {
+        if self.inner.ready.get().is_none() {
+            self.inner.ready.wait();
+        }
+    }
+
+    fn unready(info: Implementation, config: Config) -> Self {
         let roots = config
             .roots
             .iter()
@@ -60,13 +97,14 @@ impl Server {
         let info_meta = serde_json::json!({ toolwright_protocol::meta::SERVER_INFO: info.clone() });
         Server {
             inner: Arc::new(Inner {
-                registry: Registry::new(config.page_size),
+                registry: Registry::new(config.paging),
                 info,
                 info_meta,
                 roots: Arc::new(roots),
                 sessions: Mutex::new(Vec::new()),
                 events: broadcast::Sender::new(1024),
                 catalog: Catalog::default(),
+                ready: OnceLock::new(),
                 state_key: match &config.state_secret {
                     Some(secret) => StateKey::from_secret(secret.as_bytes()),
                     None => StateKey::random(),
@@ -93,6 +131,7 @@ impl Server {
 
     /// The current tools.
     pub fn tools(&self) -> Arc<Snapshot> {
+        self.wait_ready();
         self.inner.registry.snapshot()
     }
 
@@ -140,6 +179,9 @@ impl Server {
     /// notification at once (resource updates only where subscribed); modern
     /// `subscriptions/listen` streams get it if they asked.
     pub fn publish(&self, event: Event) {
+        if self.inner.ready.get().is_none() {
+            return;
+        }
         let _ = self.inner.events.send(event.clone());
         let sessions: Vec<Arc<Session>> = {
             let mut list = self

@@ -677,7 +677,7 @@ fn cancellation_stops_a_long_search() {
     std::thread::sleep(Duration::from_millis(400));
     let pid = s.child.id();
     let busy = cpu_ticks(pid);
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(500));
     assert!(cpu_ticks(pid) > busy, "the search is running");
     s.notify(
         "notifications/cancelled",

@@ -32,9 +32,10 @@ Patterns: a pattern without '/' is matched against each entry's name ('*.py', 't
 pattern with '/' or '**' is matched against the entry's path relative to `directory` \
 ('src/*.rs', '**/tests/*.py'). '*' and '?' never match '/', '**' matches any number of \
 directories, '[abc]' and '{a,b}' work as in shells, '\\' escapes, and a trailing '/' matches \
-directories only. recursive=false looks only at entries directly in `directory` (a pattern with \
-'/' is then anchored there, like a shell glob: 'src/*.rs' looks in src/ only); recursive=true \
-searches all subdirectories (and a pattern with '/' may then start at any depth).\n\
+directories only. With recursive=false a name pattern looks only at entries directly in \
+`directory`, and a path pattern is anchored there like a shell glob ('src/*.rs' looks in src/ \
+only; '**' still descends); with recursive=true every subdirectory is searched and a path \
+pattern may start at any depth ('tests/*.py' also finds 'pkg/tests/a.py').\n\
 \n\
 What is searched: hidden entries (names starting with '.') are skipped unless include_hidden is \
 true; entries excluded by .gitignore, .ignore and .git/info/exclude files are skipped unless \
