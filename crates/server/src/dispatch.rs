@@ -412,18 +412,29 @@ impl Server {
         Ok(buf)
     }
 
+    /// Methods of the legacy era only (`ping`, `logging/setLevel`, resource subscriptions)
+    /// do not exist for a modern request: -32601 (or -32022 for an unknown version).
+    pub(crate) fn refuse_if_modern(
+        &self,
+        session: &Session,
+        params: Option<&RawValue>,
+        method: &str,
+    ) -> Result<(), ErrorObject> {
+        let probe: MetaOnlyParams = parse_params(params)?;
+        if probe.meta.as_ref().is_some_and(RequestMeta::is_modern) {
+            self.era(session, probe.meta.as_ref())?;
+            return Err(ErrorObject::method_not_found(method));
+        }
+        Ok(())
+    }
+
     fn ping(
         &self,
         session: &Arc<Session>,
         id: &RequestId,
         params: Option<&RawValue>,
     ) -> Result<Vec<u8>, ErrorObject> {
-        let p: MetaOnlyParams = parse_params(params)?;
-        if p.meta.as_ref().is_some_and(RequestMeta::is_modern) {
-            // `ping` does not exist in 2026-07-28; an unsupported version still says so.
-            self.era(session, p.meta.as_ref())?;
-            return Err(ErrorObject::method_not_found("ping"));
-        }
+        self.refuse_if_modern(session, params, "ping")?;
         let mut buf = Vec::with_capacity(48);
         jsonrpc::write_result(&mut buf, id, &json!({})).expect("serializes");
         Ok(buf)
@@ -500,11 +511,7 @@ impl Server {
         id: &RequestId,
         params: Option<&RawValue>,
     ) -> Result<Vec<u8>, ErrorObject> {
-        let probe: MetaOnlyParams = parse_params(params)?;
-        if probe.meta.as_ref().is_some_and(RequestMeta::is_modern) {
-            self.era(session, probe.meta.as_ref())?;
-            return Err(ErrorObject::method_not_found("logging/setLevel"));
-        }
+        self.refuse_if_modern(session, params, "logging/setLevel")?;
         self.era(session, None)?;
         let p: SetLevelParams = parse_required(params)?;
         session.set_log_level(p.level);

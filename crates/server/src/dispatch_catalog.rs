@@ -11,9 +11,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{ErrorObject, RequestId, code};
+use toolwright_protocol::ClientCapabilities;
 use toolwright_protocol::params::PaginatedParams;
 use toolwright_protocol::resources::{CompleteParams, CompletionRef, GetPromptParams, UriParams};
-use toolwright_protocol::{ClientCapabilities, RequestMeta};
 
 /// Most completion values a reply carries (the spec's limit).
 const MAX_COMPLETIONS: usize = 100;
@@ -240,16 +240,13 @@ impl Server {
         params: Option<&RawValue>,
         subscribe: bool,
     ) -> Result<Vec<u8>, ErrorObject> {
+        let m = if subscribe {
+            "resources/subscribe"
+        } else {
+            "resources/unsubscribe"
+        };
+        self.refuse_if_modern(session, params, m)?;
         let p: UriParams = crate::dispatch::parse_required(params)?;
-        if p.meta.as_ref().is_some_and(RequestMeta::is_modern) {
-            self.era(session, p.meta.as_ref())?;
-            let m = if subscribe {
-                "resources/subscribe"
-            } else {
-                "resources/unsubscribe"
-            };
-            return Err(ErrorObject::method_not_found(m));
-        }
         let era = self.era(session, None)?;
         if !self.inner.catalog.has_resources() {
             return Err(ErrorObject::method_not_found("resources/subscribe"));

@@ -84,6 +84,12 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
                 });
             }
         };
+    let on_frame = |frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
+                    replies: &mut Vec<u8>| match frame {
+        Ok(line) => handle_line(line.as_bytes(), replies),
+        Err(FrameError::TooLong { len_so_far }) => replies.extend_from_slice(&too_long(len_so_far)),
+        Err(e) => tracing::warn!("framing error: {e}"),
+    };
     loop {
         let n = match input.read(&mut chunk) {
             Ok(0) => break,
@@ -96,13 +102,7 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
         };
         decoder.push(&chunk[..n]);
         while let Some(line) = decoder.next_line() {
-            match line {
-                Ok(line) => handle_line(line.as_bytes(), &mut replies),
-                Err(FrameError::TooLong { len_so_far }) => {
-                    replies.extend_from_slice(&too_long(len_so_far))
-                }
-                Err(e) => tracing::warn!("framing error: {e}"),
-            }
+            on_frame(line, &mut replies);
         }
         if !replies.is_empty() {
             writer.write(&replies);
@@ -110,13 +110,7 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
         }
     }
     if let Some(last) = decoder.finish() {
-        match last {
-            Ok(line) => handle_line(line.as_bytes(), &mut replies),
-            Err(FrameError::TooLong { len_so_far }) => {
-                replies.extend_from_slice(&too_long(len_so_far))
-            }
-            Err(e) => tracing::warn!("framing error: {e}"),
-        }
+        on_frame(last, &mut replies);
         if !replies.is_empty() {
             writer.write(&replies);
         }
