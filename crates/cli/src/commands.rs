@@ -23,12 +23,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLWRIGHT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
+    // An EnvFilter compiles regular expressions (milliseconds at start-up), so it is built
+    // only when TOOLWRIGHT_LOG asks for directives; the default is a plain level.
+    let _ = match std::env::var("TOOLWRIGHT_LOG") {
+        Ok(spec) => builder
+            .with_env_filter(tracing_subscriber::EnvFilter::new(spec))
+            .try_init(),
+        Err(_) => builder.with_max_level(tracing::Level::WARN).try_init(),
+    };
 }
 
 fn build_server(a: &ServerArgs) -> Result<Server> {
@@ -111,8 +114,12 @@ fn synthetic_tool(i: usize) -> FnTool {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
+    runtime_with(2)
+}
+
+fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .context("starting the async runtime")
@@ -124,7 +131,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     if a.http.probe_tools {
         toolwright_http::probe::register(&server)?;
     }
-    let rt = runtime()?;
+    // Over stdio the reader thread answers every call that does not wait, so one worker
+    // is enough for those that do (blocking work goes to the blocking pool); HTTP gets two.
+    let rt = runtime_with(if a.http.addr.is_some() { 2 } else { 1 })?;
     if let Some(addr) = &a.http.addr {
         let config = http_config(&a.http, addr)?;
         rt.block_on(async {

@@ -484,25 +484,30 @@ impl Server {
         let page = snapshot
             .page(p.cursor.as_deref(), era.version())
             .map_err(ErrorObject::invalid_params)?;
-        // Written by hand: the tools array is cached, pre-serialized JSON.
-        let mut body = String::with_capacity(page.tools_json.len() + 256);
-        body.push_str("{\"tools\":");
-        body.push_str(&page.tools_json);
+        // Written by hand around the cached, pre-serialized tools array: the only copy of
+        // the definitions is the one into the reply line.
+        let mut tail = String::with_capacity(256);
         if let Some(c) = &page.next_cursor {
-            body.push_str(",\"nextCursor\":");
-            body.push_str(&serde_json::to_string(c).expect("strings serialize"));
+            tail.push_str(",\"nextCursor\":");
+            tail.push_str(&serde_json::to_string(c).expect("strings serialize"));
         }
         if era.is_modern() {
             let c = &self.inner.config;
-            body.push_str(&format!(
+            tail.push_str(&format!(
                 ",\"resultType\":\"complete\",\"ttlMs\":{},\"cacheScope\":{},\"_meta\":{}",
                 c.ttl_ms,
                 serde_json::to_string(&c.cache_scope).expect("serializes"),
                 self.inner.info_meta
             ));
         }
-        body.push('}');
-        Ok(raw_result_line(id, body.as_bytes()))
+        let mut buf = Vec::with_capacity(page.tools_json.len() + tail.len() + 64);
+        buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        id.write_json(&mut buf);
+        buf.extend_from_slice(b",\"result\":{\"tools\":");
+        buf.extend_from_slice(page.tools_json.as_bytes());
+        buf.extend_from_slice(tail.as_bytes());
+        buf.extend_from_slice(b"}}\n");
+        Ok(buf)
     }
 
     fn set_level(
