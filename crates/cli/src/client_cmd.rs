@@ -274,7 +274,8 @@ pub fn list(a: ListArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn hint_letters(h: &ToolAnnotations) -> String {
+/// Hints as four letters: R/w read-only or writes, D destructive, I idempotent, O open world.
+pub(crate) fn hint_letters(h: &ToolAnnotations) -> String {
     format!(
         "{}{}{}{}",
         if h.read_only() { "R" } else { "w" },

@@ -198,17 +198,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
     writeln!(out, "{:width$}  {:5}  DESCRIPTION", "NAME", "HINTS")?;
     for d in defs {
         let h = d.hints();
-        let hints = format!(
-            "{}{}{}{}",
-            if h.read_only() { "R" } else { "w" },
-            if h.destructive() && !h.read_only() {
-                "D"
-            } else {
-                "-"
-            },
-            if h.idempotent() { "I" } else { "-" },
-            if h.open_world() { "O" } else { "-" }
-        );
+        let hints = crate::client_cmd::hint_letters(&h);
         let desc = d.description.as_deref().unwrap_or("");
         let first = desc.split(". ").next().unwrap_or(desc);
         writeln!(out, "{:width$}  {hints:5}  {first}", d.name)?;

@@ -564,13 +564,7 @@ impl Server {
             );
         };
         drop(snapshot);
-        let capabilities = match &era {
-            Era::Modern { capabilities, .. } => (**capabilities).clone(),
-            Era::Legacy(_) => session
-                .negotiated()
-                .map(|n| n.client_capabilities.clone())
-                .unwrap_or_default(),
-        };
+        let capabilities = self.client_caps(session, &era);
         if let Some(required) = &entry.required_capabilities
             && let Some(missing) = missing_capabilities(required, &capabilities)
         {

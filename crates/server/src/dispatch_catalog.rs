@@ -11,9 +11,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{ErrorObject, RequestId, code};
-use toolwright_protocol::ClientCapabilities;
 use toolwright_protocol::params::PaginatedParams;
 use toolwright_protocol::resources::{CompleteParams, CompletionRef, GetPromptParams, UriParams};
+use toolwright_protocol::{ClientCapabilities, RequestMeta};
 
 /// Most completion values a reply carries (the spec's limit).
 const MAX_COMPLETIONS: usize = 100;
@@ -39,7 +39,8 @@ impl Server {
         }
     }
 
-    fn client_caps(&self, session: &Session, era: &Era) -> ClientCapabilities {
+    /// What the client declared: in this modern request, or at the legacy handshake.
+    pub(crate) fn client_caps(&self, session: &Session, era: &Era) -> ClientCapabilities {
         match era {
             Era::Modern { capabilities, .. } => (**capabilities).clone(),
             Era::Legacy(_) => session
@@ -47,6 +48,23 @@ impl Server {
                 .map(|n| n.client_capabilities.clone())
                 .unwrap_or_default(),
         }
+    }
+
+    /// A new cancellation token and the context of a resources or prompts request.
+    fn catalog_context(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        era: &Era,
+        meta: Option<RequestMeta>,
+        sink: &Arc<dyn Outbound>,
+        answers: Map<String, Value>,
+    ) -> (CancellationToken, crate::context::ToolContext) {
+        let cancel = CancellationToken::new();
+        let caps = self.client_caps(session, era);
+        let meta = meta.unwrap_or_default();
+        let ctx = self.context(session, id, era, meta, sink, &cancel, caps, answers);
+        (cancel, ctx)
     }
 
     /// `ttlMs` and `cacheScope`, which modern list and read results must carry.
@@ -138,18 +156,7 @@ impl Server {
             Ok(a) => a,
             Err(e) => return crate::dispatch::error_reply(&id, e),
         };
-        let cancel = CancellationToken::new();
-        let caps = self.client_caps(session, &era);
-        let ctx = self.context(
-            session,
-            &id,
-            &era,
-            p.meta.unwrap_or_default(),
-            sink,
-            &cancel,
-            caps,
-            answers,
-        );
+        let (cancel, ctx) = self.catalog_context(session, &id, &era, p.meta, sink, answers);
         let server = self.clone();
         let rid = id.clone();
         let fut: ReplyFuture = Box::pin(async move {
@@ -313,18 +320,7 @@ impl Server {
             Ok(a) => a,
             Err(e) => return crate::dispatch::error_reply(&id, e),
         };
-        let cancel = CancellationToken::new();
-        let caps = self.client_caps(session, &era);
-        let ctx = self.context(
-            session,
-            &id,
-            &era,
-            p.meta.unwrap_or_default(),
-            sink,
-            &cancel,
-            caps,
-            answers,
-        );
+        let (cancel, ctx) = self.catalog_context(session, &id, &era, p.meta, sink, answers);
         let server = self.clone();
         let rid = id.clone();
         let name = p.name.clone();
