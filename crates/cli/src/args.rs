@@ -13,8 +13,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The subcommands.
+/// The subcommands. Each one's arguments are built only when it runs (`defer`): building
+/// every subcommand's arguments took a third of a millisecond of `serve`'s start-up.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Serve the built-in tools over MCP (stdio; newline-delimited JSON-RPC).
     Serve(ServeArgs),

@@ -67,8 +67,8 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
         screenshot: a.screenshot.settings()?,
     };
     let extra = a.bench_extra_tools;
-    // Built-in tools compile their schemas on a thread of their own while the server
-    // starts answering; tools/list and tools/call wait for them.
+    // Built-in tools compile their schemas once the first answers are out (on a thread of
+    // their own), or when tools/list or tools/call first needs them.
     let server = Server::new_warming(info, config, move |server| {
         let registered = toolwright_tools::register_all(server, &options)
             .and_then(|()| (0..extra).try_for_each(|i| server.register(synthetic_tool(i))));
@@ -135,6 +135,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     // is enough for those that do (blocking work goes to the blocking pool); HTTP gets two.
     let rt = runtime_with(if a.http.addr.is_some() { 2 } else { 1 })?;
     if let Some(addr) = &a.http.addr {
+        server.warm_up();
         let config = http_config(&a.http, addr)?;
         rt.block_on(async {
             let http = toolwright_http::HttpServer::bind(server, config).await?;

@@ -924,7 +924,7 @@ impl Server {
         )
         .expect("serializes");
         sink.send(ack);
-        let mut events = self.inner.events.subscribe();
+        let mut events = self.event_receiver();
         let sink = sink.clone();
         let session = session.clone();
         let server = self.clone();

@@ -30,13 +30,19 @@ pub(crate) struct Inner {
     pub roots: Arc<Vec<PathBuf>>,
     pub registry: Registry,
     pub sessions: Mutex<Vec<Weak<Session>>>,
-    /// Changes that `subscriptions/listen` streams may report.
-    pub events: broadcast::Sender<Event>,
+    /// Changes that `subscriptions/listen` streams may report; made by the first listener
+    /// (its 1,024 slots are memory a server without listeners never needs).
+    pub events: OnceLock<broadcast::Sender<Event>>,
     pub catalog: Catalog,
     pub state_key: StateKey,
     /// Set once the tools registered at start-up are in place (see `Server::new_warming`).
     pub ready: OnceLock<()>,
+    /// The start-up registration nothing has begun yet.
+    pub start_up: Mutex<Option<StartUp>>,
 }
+
+/// What registers a server's start-up tools (see [`Server::new_warming`]).
+pub(crate) type StartUp = Box<dyn FnOnce(&Server) + Send>;
 
 /// A change a client may be told about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,18 +65,30 @@ impl Server {
         server
     }
 
-    /// A server that registers its start-up tools with `register` on a thread of its own,
-    /// so the process answers `initialize` (and `server/discover`) while schemas compile;
-    /// `tools/list` and `tools/call` wait until `register` returns. Tools registered that
-    /// way announce nothing (no client has seen a list yet). `register` must not add
-    /// resources or prompts: the capabilities sent at `initialize` do not wait for it.
+    /// A server whose start-up tools `register` adds later, without delaying the first answer:
+    /// [`Server::warm_up`] runs it on a thread of its own (the stdio loop calls it once its
+    /// first replies are written, so `initialize` never competes with schema compilation for
+    /// the CPU), and whatever needs the tools first (`tools/list`, `tools/call`) runs it in
+    /// place or waits for it. Tools registered that way announce nothing (no client has seen
+    /// a list yet). `register` must not add resources or prompts: the capabilities sent at
+    /// `initialize` do not wait for it.
     pub fn new_warming(
         info: Implementation,
         config: Config,
         register: impl FnOnce(&Server) + Send + 'static,
     ) -> Self {
         let server = Self::unready(info, config);
-        let warming = server.clone();
+        *server.start_up() = Some(Box::new(register));
+        server
+    }
+
+    /// Starts registering the start-up tools on a thread of their own; nothing when they
+    /// are registered or being registered already.
+    pub fn warm_up(&self) {
+        let Some(register) = self.start_up().take() else {
+            return;
+        };
+        let warming = self.clone();
         std::thread::Builder::new()
             .name("toolwright-warm-up".into())
             .spawn(move || {
@@ -78,14 +96,31 @@ impl Server {
                 let _ = warming.inner.ready.set(());
             })
             .expect("spawning the warm-up thread");
-        server
     }
 
-    /// Blocks until the start-up tools are registered (immediately for `Server::new`).
+    /// Returns once the start-up tools are registered (at once for `Server::new`),
+    /// registering them here if nothing has started to.
     pub fn wait_ready(&self) {
-        if self.inner.ready.get().is_none() {
-            self.inner.ready.wait();
+        if self.inner.ready.get().is_some() {
+            return;
         }
+        let pending = self.start_up().take();
+        match pending {
+            Some(register) => {
+                register(self);
+                let _ = self.inner.ready.set(());
+            }
+            None => {
+                self.inner.ready.wait();
+            }
+        }
+    }
+
+    fn start_up(&self) -> std::sync::MutexGuard<'_, Option<StartUp>> {
+        self.inner
+            .start_up
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn unready(info: Implementation, config: Config) -> Self {
@@ -102,9 +137,10 @@ impl Server {
                 info_meta,
                 roots: Arc::new(roots),
                 sessions: Mutex::new(Vec::new()),
-                events: broadcast::Sender::new(1024),
+                events: OnceLock::new(),
                 catalog: Catalog::default(),
                 ready: OnceLock::new(),
+                start_up: Mutex::new(None),
                 state_key: match &config.state_secret {
                     Some(secret) => StateKey::from_secret(secret.as_bytes()),
                     None => StateKey::random(),
@@ -171,6 +207,14 @@ impl Server {
         session
     }
 
+    /// A receiver of every event published from now on.
+    pub(crate) fn event_receiver(&self) -> broadcast::Receiver<Event> {
+        self.inner
+            .events
+            .get_or_init(|| broadcast::Sender::new(1024))
+            .subscribe()
+    }
+
     fn tools_changed(&self) {
         self.publish(Event::ToolsChanged);
     }
@@ -182,7 +226,9 @@ impl Server {
         if self.inner.ready.get().is_none() {
             return;
         }
-        let _ = self.inner.events.send(event.clone());
+        if let Some(events) = self.inner.events.get() {
+            let _ = events.send(event.clone());
+        }
         let sessions: Vec<Arc<Session>> = {
             let mut list = self
                 .inner

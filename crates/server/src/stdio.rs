@@ -60,8 +60,11 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
     let session = server.new_session(sink.clone());
     let tracker = TaskTracker::new();
     let mut decoder = LineDecoder::new(server.config().limits.max_bytes);
-    let mut chunk = vec![0u8; 64 * 1024];
+    // The read buffer starts small (a client that sends one message at a time never fills
+    // it) and doubles, up to 64 KiB, each time a read fills it.
+    let mut chunk = vec![0u8; 4 * 1024];
     let mut replies: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut warming = false;
     let too_long = |len: usize| {
         let e = ErrorObject::invalid_request(format!(
             "message too large: over {} bytes (read {len} before giving up on it)",
@@ -101,12 +104,20 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
             }
         };
         decoder.push(&chunk[..n]);
+        if n == chunk.len() && chunk.len() < 64 * 1024 {
+            chunk.resize(chunk.len() * 2, 0);
+        }
         while let Some(line) = decoder.next_line() {
             on_frame(line, &mut replies);
         }
         if !replies.is_empty() {
             writer.write(&replies);
             replies.clear();
+        }
+        if !warming {
+            // The first answers are out: the start-up tools may take the CPU now.
+            server.warm_up();
+            warming = true;
         }
     }
     if let Some(last) = decoder.finish() {
