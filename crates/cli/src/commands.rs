@@ -131,12 +131,10 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     if a.http.probe_tools {
         toolwright_http::probe::register(&server)?;
     }
-    // Over stdio the reader thread answers every call that does not wait, so one worker
-    // is enough for those that do (blocking work goes to the blocking pool); HTTP gets two.
-    let rt = runtime_with(if a.http.addr.is_some() { 2 } else { 1 })?;
     if let Some(addr) = &a.http.addr {
         server.warm_up();
         let config = http_config(&a.http, addr)?;
+        let rt = runtime_with(2)?;
         rt.block_on(async {
             let http = toolwright_http::HttpServer::bind(server, config).await?;
             eprintln!("toolwright: listening on {}", http.url());
@@ -145,8 +143,11 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         rt.shutdown_timeout(Duration::from_millis(100));
         return Ok(ExitCode::SUCCESS);
     }
-    toolwright_server::serve_stdio(&server, rt.handle()).context("serving stdio")?;
-    rt.shutdown_timeout(Duration::from_millis(100));
+    // Over stdio the reader thread answers every call that does not wait, so one worker
+    // is enough for those that do (blocking work goes to the blocking pool). It starts
+    // after the handshake's answers, unless a call needs it sooner.
+    toolwright_server::serve_stdio_lazy(&server, || runtime_with(1).map_err(std::io::Error::other))
+        .context("serving stdio")?;
     Ok(ExitCode::SUCCESS)
 }
 

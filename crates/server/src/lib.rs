@@ -44,6 +44,6 @@ pub use dispatch::Handled;
 pub use error::{ClientRequestError, RegisterError, ToolError};
 pub use server::{Event, Server};
 pub use session::{Outbound, Session};
-pub use stdio::{serve_io, serve_stdio};
+pub use stdio::{serve_io, serve_stdio, serve_stdio_lazy};
 pub use tool::{FnTool, Tool, ToolFuture, Typed, TypedTool};
 pub use toolwright_protocol::Tool as ToolDefinition;

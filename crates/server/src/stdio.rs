@@ -9,6 +9,7 @@
 use crate::dispatch::Handled;
 use crate::server::Server;
 use crate::session::Outbound;
+use std::cell::OnceCell;
 use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,21 +39,120 @@ impl<W: Write + Send + 'static> Outbound for LineWriter<W> {
 /// Serves `server` on this process's stdin and stdout until stdin closes. Blocks the calling
 /// thread; `runtime` runs the calls that wait.
 pub fn serve_stdio(server: &Server, runtime: &tokio::runtime::Handle) -> io::Result<()> {
+    let (input, out) = stdio_files()?;
+    serve_io(server, input, out, runtime)
+}
+
+/// [`serve_stdio`] with a runtime that `build` makes only when something first needs one:
+/// the handshake (`initialize`, `notifications/initialized`, `ping`, `server/discover`) and
+/// `tools/list` are answered before it exists, so a process's first answers do not wait for
+/// its threads.
+/// The runtime is shut down (waiting up to 100 ms for its tasks) before this returns.
+pub fn serve_stdio_lazy(
+    server: &Server,
+    build: impl FnOnce() -> io::Result<tokio::runtime::Runtime>,
+) -> io::Result<()> {
+    let (input, out) = stdio_files()?;
+    let built = OnceCell::new();
+    let result = serve_with(
+        server,
+        input,
+        out,
+        Runtime::Lazy(&built, Some(Box::new(build))),
+    );
+    if let Some(rt) = built.into_inner() {
+        rt.shutdown_timeout(Duration::from_millis(100));
+    }
+    result
+}
+
+fn stdio_files() -> io::Result<(std::fs::File, std::fs::File)> {
     let stdout = io::stdout();
     let out = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdout).try_clone_to_owned()?);
     let stdin = io::stdin();
     let input = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned()?);
-    serve_io(server, input, out, runtime)
+    Ok((input, out))
 }
 
 /// Serves `server` on any byte stream pair (the stdio transport without the process).
 pub fn serve_io<R: Read, W: Write + Send + 'static>(
     server: &Server,
-    mut input: R,
+    input: R,
     output: W,
     runtime: &tokio::runtime::Handle,
 ) -> io::Result<()> {
-    let _guard = runtime.enter();
+    serve_with(server, input, output, Runtime::Given(runtime))
+}
+
+type BuildRuntime<'a> = Box<dyn FnOnce() -> io::Result<tokio::runtime::Runtime> + 'a>;
+
+/// Where the calls that wait run.
+enum Runtime<'a> {
+    Given(&'a tokio::runtime::Handle),
+    /// Built by the function on first need, kept in the cell.
+    Lazy(
+        &'a OnceCell<tokio::runtime::Runtime>,
+        Option<BuildRuntime<'a>>,
+    ),
+}
+
+impl<'a> Runtime<'a> {
+    /// The runtime, built now if it was not.
+    fn handle(&mut self) -> io::Result<&'a tokio::runtime::Handle> {
+        match self {
+            Runtime::Given(h) => Ok(h),
+            Runtime::Lazy(cell, build) => {
+                let cell: &'a OnceCell<tokio::runtime::Runtime> = cell;
+                if let Some(rt) = cell.get() {
+                    return Ok(rt.handle());
+                }
+                let make = build.take().expect("built once");
+                let rt = make()?;
+                Ok(cell.get_or_init(|| rt).handle())
+            }
+        }
+    }
+
+    /// The runtime if it exists.
+    fn existing(&self) -> Option<&'a tokio::runtime::Handle> {
+        match self {
+            Runtime::Given(h) => Some(h),
+            Runtime::Lazy(cell, _) => {
+                let cell: &'a OnceCell<tokio::runtime::Runtime> = cell;
+                cell.get().map(tokio::runtime::Runtime::handle)
+            }
+        }
+    }
+}
+
+/// Whether `line` is a handshake message, which is answered without a runtime.
+fn handshake(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Peek<'_>>(line).is_ok_and(|p| {
+        matches!(
+            p.method.as_deref(),
+            Some(
+                "initialize"
+                    | "notifications/initialized"
+                    | "ping"
+                    | "server/discover"
+                    | "tools/list"
+            )
+        )
+    })
+}
+
+fn serve_with<R: Read, W: Write + Send + 'static>(
+    server: &Server,
+    mut input: R,
+    output: W,
+    mut runtime: Runtime<'_>,
+) -> io::Result<()> {
+    let mut entered = runtime.existing().map(tokio::runtime::Handle::enter);
     let writer = Arc::new(LineWriter {
         out: Mutex::new(output),
     });
@@ -87,9 +187,23 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
                 });
             }
         };
-    let on_frame = |frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
-                    replies: &mut Vec<u8>| match frame {
-        Ok(line) => handle_line(line.as_bytes(), replies),
+    let mut on_frame = |frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
+                        replies: &mut Vec<u8>| match frame {
+        Ok(line) => {
+            if entered.is_none() && !handshake(line.as_bytes()) {
+                match runtime.handle() {
+                    Ok(h) => entered = Some(h.enter()),
+                    Err(e) => {
+                        tracing::error!("starting the async runtime failed: {e}");
+                        let err =
+                            ErrorObject::internal(format!("the server cannot run calls: {e}"));
+                        toolwright_jsonrpc::write_error(replies, None, &err);
+                        return;
+                    }
+                }
+            }
+            handle_line(line.as_bytes(), replies);
+        }
         Err(FrameError::TooLong { len_so_far }) => replies.extend_from_slice(&too_long(len_so_far)),
         Err(e) => tracing::warn!("framing error: {e}"),
     };
@@ -129,6 +243,11 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
     // stdin closed: streams end now; calls in flight get a grace period to answer.
     session.shutdown();
     tracker.close();
+    let Some(runtime) = runtime.existing() else {
+        // Nothing ever needed the runtime, so nothing is running.
+        session.close();
+        return Ok(());
+    };
     let grace = server.config().shutdown_grace;
     let finished =
         runtime.block_on(async { tokio::time::timeout(grace, tracker.wait()).await.is_ok() });
