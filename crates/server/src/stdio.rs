@@ -66,9 +66,16 @@ pub fn serve_stdio_lazy(
     result
 }
 
+/// The pipe capacity asked for stdout: a 1,000-tool list or a screenshot then goes out in
+/// one write, instead of 64 KiB at a time with a context switch to the client after each.
+const STDOUT_PIPE_BYTES: usize = 1 << 20;
+
 fn stdio_files() -> io::Result<(std::fs::File, std::fs::File)> {
     let stdout = io::stdout();
     let out = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdout).try_clone_to_owned()?);
+    // Only pipes have a capacity; a file, a terminal or a refused size changes nothing.
+    #[cfg(target_os = "linux")]
+    let _ = rustix::pipe::fcntl_setpipe_size(&out, STDOUT_PIPE_BYTES);
     let stdin = io::stdin();
     let input = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned()?);
     Ok((input, out))
