@@ -650,8 +650,13 @@ impl Server {
                 .await;
             server.finish(&reply_id, &era, &entry, &ctx, args_copy.as_ref(), outcome)
         };
-        let what = format!("tool {}", p.name);
-        self.drive(session, id, cancel, what, Box::pin(fut))
+        self.drive(
+            session,
+            id,
+            cancel,
+            || format!("tool {}", p.name),
+            Box::pin(fut),
+        )
     }
 
     /// Builds the context of one request.
@@ -698,7 +703,7 @@ impl Server {
         session: &Arc<Session>,
         id: RequestId,
         cancel: CancellationToken,
-        what: String,
+        what: impl FnOnce() -> String,
         fut: ReplyFuture,
     ) -> Handled {
         let mut fut = fut;
@@ -706,6 +711,8 @@ impl Server {
         if let Poll::Ready(reply) = fut.as_mut().poll(&mut cx) {
             return reply.map_or(Handled::Nothing, Handled::Reply);
         }
+        // Named only now: most calls never need to say what they were.
+        let what = what();
         session.track(id.clone(), cancel.clone());
         let session = session.clone();
         let timeout = self.inner.config.call_timeout;
@@ -843,7 +850,8 @@ impl Server {
             if let Some(sc) = &result.structured_content
                 && result.content.is_empty()
             {
-                result.content.push(Content::text(sc.to_string()));
+                let text = serde_json::to_string(sc).expect("a JSON value serializes");
+                result.content.push(Content::text(text));
             }
         }
         if !era.version().has_structured_content() {

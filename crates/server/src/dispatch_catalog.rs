@@ -209,7 +209,7 @@ impl Server {
             session,
             id,
             cancel,
-            format!("resources/read {}", p.uri),
+            || format!("resources/read {}", p.uri),
             fut,
         )
     }
@@ -355,7 +355,7 @@ impl Server {
                 )),
             }
         });
-        self.drive(session, id, cancel, format!("prompt {}", p.name), fut)
+        self.drive(session, id, cancel, || format!("prompt {}", p.name), fut)
     }
 
     pub(crate) fn complete(
