@@ -134,7 +134,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     if let Some(addr) = &a.http.addr {
         server.warm_up();
         let config = http_config(&a.http, addr)?;
-        let rt = runtime_with(2)?;
+        let rt = runtime()?;
         rt.block_on(async {
             let http = toolwright_http::HttpServer::bind(server, config).await?;
             eprintln!("toolwright: listening on {}", http.url());

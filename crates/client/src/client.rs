@@ -528,16 +528,7 @@ impl Client {
             }
         };
         if let Some(err) = response.get("error") {
-            return Err(ClientError::Rpc {
-                method: method.to_owned(),
-                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: err
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-                data: err.get("data").cloned().map(Box::new),
-            });
+            return Err(rpc_error(method, err));
         }
         let result = response.get("result").cloned().unwrap_or(Value::Null);
         if !result.is_object() {
@@ -648,20 +639,25 @@ fn open(target: &Target) -> Result<Transport, ClientError> {
     })
 }
 
+/// The error a JSON-RPC `error` object reports for `method`.
+fn rpc_error(method: &str, err: &Value) -> ClientError {
+    ClientError::Rpc {
+        method: method.to_owned(),
+        code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+        message: err
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        data: err.get("data").cloned().map(Box::new),
+    }
+}
+
 /// An HTTP answer without a JSON-RPC response: a JSON-RPC error body if there is one
 /// (e.g. 400 with an id-less error), else the status and the start of the body.
 fn http_error(method: &str, reply: &Reply) -> ClientError {
     if let Some(err) = reply.message.as_ref().and_then(|m| m.get("error")) {
-        return ClientError::Rpc {
-            method: method.to_owned(),
-            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            data: err.get("data").cloned().map(Box::new),
-        };
+        return rpc_error(method, err);
     }
     let body = match &reply.message {
         Some(m) => m.to_string(),

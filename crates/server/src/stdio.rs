@@ -110,12 +110,14 @@ impl<'a> Runtime<'a> {
             Runtime::Given(h) => Ok(h),
             Runtime::Lazy(cell, build) => {
                 let cell: &'a OnceCell<tokio::runtime::Runtime> = cell;
-                if let Some(rt) = cell.get() {
-                    return Ok(rt.handle());
+                if cell.get().is_none() {
+                    // A build that failed is not tried again; every later call hears so.
+                    let make = build.take().ok_or_else(|| {
+                        io::Error::other("the async runtime could not be started")
+                    })?;
+                    let _ = cell.set(make()?);
                 }
-                let make = build.take().expect("built once");
-                let rt = make()?;
-                Ok(cell.get_or_init(|| rt).handle())
+                Ok(cell.get().expect("set above").handle())
             }
         }
     }
