@@ -144,6 +144,9 @@ fn extra_tools() -> usize {
 /// Serves stdio until stdin closes.
 pub fn serve_stdio() -> Result<()> {
     let floor = Floor::new(extra_tools());
+    // As toolwright does: a 1 MiB stdout pipe, so a 420 KB tools/list page goes out in one
+    // write. A failure (stdout not a pipe, a lower pipe-max-size) leaves the default.
+    let _ = rustix::pipe::fcntl_setpipe_size(std::io::stdout(), 1 << 20);
     let mut r = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut w = BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     let mut line = Vec::with_capacity(4096);

@@ -127,32 +127,52 @@ pub fn operands(n: u64) -> (i64, i64) {
     ((n % 100_000) as i64, 7)
 }
 
-/// The envelope of one message from the server.
+/// The envelope of one message from the server, its `result` read as `R` in the same pass.
 #[derive(Deserialize)]
-pub struct Envelope<'a> {
+#[serde(bound(deserialize = "R: Deserialize<'de>"))]
+struct Envelope<'a, R> {
     #[serde(borrow, default)]
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
+    #[serde(default = "Option::default")]
+    result: Option<R>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
 }
 
 /// What a line from the server turned out to be.
-pub enum Incoming<'a> {
-    /// A response to request `id`, with its raw `result`.
-    Response { id: u64, result: &'a RawValue },
+pub enum Incoming<R> {
+    /// A response to request `id`, with its `result`.
+    Response { id: u64, result: R },
     /// A message that is not a response (a notification or a request): skipped.
     Other,
 }
 
-/// Parses one message; a JSON-RPC error response is an error.
-pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming<'_>> {
-    let env: Envelope<'_> = serde_json::from_slice(bytes).with_context(|| {
+impl<R> Incoming<R> {
+    /// Applies `f` to a response's id and result.
+    pub fn try_map<U>(self, f: impl FnOnce(u64, R) -> Result<U>) -> Result<Incoming<U>> {
+        Ok(match self {
+            Incoming::Response { id, result } => Incoming::Response {
+                id,
+                result: f(id, result)?,
+            },
+            Incoming::Other => Incoming::Other,
+        })
+    }
+}
+
+/// Parses one message, keeping its `result` raw; a JSON-RPC error response is an error.
+pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming<&RawValue>> {
+    parse_incoming_as(bytes)
+}
+
+/// Parses one message and its `result` as `R` in a single pass over the bytes (a
+/// 400 KB tools/list page is not scanned twice); a JSON-RPC error response is an error.
+pub fn parse_incoming_as<'a, R: Deserialize<'a>>(bytes: &'a [u8]) -> Result<Incoming<R>> {
+    let env: Envelope<'a, R> = serde_json::from_slice(bytes).with_context(|| {
         format!(
-            "server sent a line that is not JSON: {:?}",
+            "server sent a line that is not JSON-RPC: {:?}",
             String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
         )
     })?;
@@ -233,17 +253,19 @@ pub fn check_add(result: &RawValue, n: u64) -> Result<()> {
     Ok(())
 }
 
+/// One `tools/list` page: its tools (counted, not kept) and the next cursor.
 #[derive(Deserialize)]
-struct ListResult {
+pub struct ToolsPage {
     tools: Vec<IgnoredAny>,
     #[serde(rename = "nextCursor", default)]
     next_cursor: Option<String>,
 }
 
-/// Parses one `tools/list` page: the number of tools on it and the next cursor.
-pub fn parse_tools_page(result: &RawValue) -> Result<(usize, Option<String>)> {
-    let page: ListResult = serde_json::from_str(result.get()).context("bad tools/list result")?;
-    Ok((page.tools.len(), page.next_cursor))
+impl ToolsPage {
+    /// The number of tools on the page and the cursor of the next one.
+    pub fn into_parts(self) -> (usize, Option<String>) {
+        (self.tools.len(), self.next_cursor)
+    }
 }
 
 #[cfg(test)]
@@ -366,10 +388,17 @@ mod tests {
 
     #[test]
     fn tools_page_is_counted() {
-        let r = RawValue::from_string(
-            r#"{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"x"}"#.into(),
-        )
-        .unwrap();
-        assert_eq!(parse_tools_page(&r).unwrap(), (2, Some("x".into())));
+        let line = br#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"x"}}"#;
+        let Incoming::Response { id, result } = parse_incoming_as::<ToolsPage>(line).unwrap()
+        else {
+            panic!("not a response");
+        };
+        assert_eq!((id, result.into_parts()), (3, (2, Some("x".into()))));
+    }
+
+    #[test]
+    fn tools_page_error_fails() {
+        let line = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}"#;
+        assert!(parse_incoming_as::<ToolsPage>(line).is_err());
     }
 }

@@ -10,11 +10,11 @@ use std::sync::mpsc::{TrySendError, sync_channel};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde_json::value::RawValue;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use crate::procs::{self, ServerCmd};
-use crate::proto::{self, Incoming, Proto};
+use crate::proto::{self, Incoming, Proto, ToolsPage};
 use crate::stats;
 
 /// A running server spoken to over its stdin/stdout.
@@ -61,8 +61,10 @@ impl StdioServer {
         };
         let id = s.take_id();
         let hello = s.proto.hello(id);
-        s.roundtrip(hello.as_bytes(), id, |_| Ok(()))
-            .with_context(|| format!("{} failed", s.proto.hello_method()))?;
+        s.roundtrip(hello.as_bytes(), id, |l| {
+            proto::parse_incoming_as::<IgnoredAny>(l)
+        })
+        .with_context(|| format!("{} failed", s.proto.hello_method()))?;
         let elapsed = t0.elapsed();
         if let Some(note) = s.proto.initialized() {
             s.send(note.as_bytes())?;
@@ -87,18 +89,19 @@ impl StdioServer {
         self.w.flush().context("writing to server stdin")
     }
 
-    /// Sends one request and waits for its response, skipping notifications.
+    /// Sends one request and waits for its response, skipping notifications. `parse` reads
+    /// each line that arrives (envelope and result in one pass).
     fn roundtrip<T>(
         &mut self,
         req: &[u8],
         id: u64,
-        f: impl FnOnce(&RawValue) -> Result<T>,
+        mut parse: impl FnMut(&[u8]) -> Result<Incoming<T>>,
     ) -> Result<T> {
         self.send(req)?;
         loop {
             read_line(&mut self.r, &mut self.line)?;
-            match proto::parse_incoming(&self.line)? {
-                Incoming::Response { id: got, result } if got == id => return f(result),
+            match parse(&self.line)? {
+                Incoming::Response { id: got, result } if got == id => return Ok(result),
                 Incoming::Response { id: got, .. } => {
                     bail!("unexpected response id {got} while waiting for {id}")
                 }
@@ -114,7 +117,9 @@ impl StdioServer {
         buf.clear();
         self.proto.call_add(buf, id, a, b);
         let t = Instant::now();
-        self.roundtrip(buf, id, |r| proto::check_add(r, id))?;
+        self.roundtrip(buf, id, |line| {
+            proto::parse_incoming(line)?.try_map(|got, r| proto::check_add(r, got))
+        })?;
         Ok(t.elapsed())
     }
 
@@ -125,7 +130,10 @@ impl StdioServer {
         loop {
             let id = self.take_id();
             let req = self.proto.tools_list(id, cursor.as_deref());
-            let (n, next) = self.roundtrip(req.as_bytes(), id, proto::parse_tools_page)?;
+            let page = self.roundtrip(req.as_bytes(), id, |l| {
+                proto::parse_incoming_as::<ToolsPage>(l)
+            })?;
+            let (n, next) = page.into_parts();
             tools += n;
             pages += 1;
             match next {
