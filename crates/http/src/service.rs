@@ -19,8 +19,11 @@ use http::header::{
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use std::sync::Arc;
+use memchr::memmem;
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::task::Poll;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, Message, Parsed, RequestId, code};
@@ -319,16 +322,18 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
 
 /// True when an `Accept` header lists `what` (`type/subtype`), `type/*` or `*/*`.
 fn accepts(headers: &HeaderMap, what: &str) -> bool {
-    let kind = what.split('/').next().unwrap_or(what);
+    let kind = what.split_once('/').map_or(what, |(k, _)| k);
     headers.get_all(ACCEPT).iter().any(|v| {
-        v.to_str().is_ok_and(|s| {
-            s.split(',').any(|part| {
-                let t = part.split(';').next().unwrap_or("").trim();
-                t.eq_ignore_ascii_case(what)
-                    || t == "*/*"
-                    || t.strip_suffix("/*")
-                        .is_some_and(|k| k.eq_ignore_ascii_case(kind))
-            })
+        v.as_bytes().split(|&b| b == b',').any(|part| {
+            let t = part
+                .split(|&b| b == b';')
+                .next()
+                .unwrap_or_default()
+                .trim_ascii();
+            t.eq_ignore_ascii_case(what.as_bytes())
+                || t == b"*/*"
+                || t.strip_suffix(b"/*")
+                    .is_some_and(|k| k.eq_ignore_ascii_case(kind.as_bytes()))
         })
     })
 }
@@ -341,11 +346,22 @@ enum BodyError {
 
 async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, BodyError> {
     let limited = Limited::new(body, shared.config.max_body_bytes);
-    match tokio::time::timeout(shared.config.body_read_timeout, limited.collect()).await {
-        Err(_) => Err(BodyError::Timeout),
-        Ok(Ok(c)) => Ok(c.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
-        Ok(Err(_)) => Err(BodyError::Broken),
+    let mut collect = std::pin::pin!(limited.collect());
+    // A small body usually came with the headers: taken at once, no timer is armed.
+    let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
+    let collected = match first {
+        Poll::Ready(r) => r,
+        Poll::Pending => {
+            match tokio::time::timeout(shared.config.body_read_timeout, collect).await {
+                Ok(r) => r,
+                Err(_) => return Err(BodyError::Timeout),
+            }
+        }
+    };
+    match collected {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Err(_) => Err(BodyError::Broken),
     }
 }
 
@@ -450,12 +466,12 @@ async fn post(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
 }
 
 /// True when `params._meta` names a protocol version (a modern message). A byte search
-/// first keeps legacy messages from being parsed twice.
+/// first keeps legacy messages from being parsed twice; its searcher is built once.
 fn claims_modern(params: Option<&serde_json::value::RawValue>) -> bool {
+    static KEY: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(toolwright_protocol::meta::PROTOCOL_VERSION));
     params.is_some_and(|p| {
-        p.get()
-            .contains(toolwright_protocol::meta::PROTOCOL_VERSION)
-            && headers::peek(Some(p)).version.is_some()
+        KEY.find(p.get().as_bytes()).is_some() && headers::peek(Some(p)).version.is_some()
     })
 }
 
@@ -957,6 +973,51 @@ fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn accept(value: &[u8]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT, HeaderValue::from_bytes(value).unwrap());
+        h
+    }
+
+    #[test]
+    fn accept_lists_are_matched_by_media_type() {
+        let h = accept(b"application/json, text/event-stream");
+        assert!(accepts(&h, "application/json"));
+        assert!(accepts(&h, "text/event-stream"));
+        assert!(!accepts(&h, "text/html"));
+        // Parameters, case and spacing do not matter; wildcards do.
+        let h = accept(b" Application/JSON ;q=0.9 ,text/*;q=0.1");
+        assert!(accepts(&h, "application/json"));
+        assert!(accepts(&h, "text/event-stream"));
+        assert!(!accepts(&h, "image/png"));
+        assert!(accepts(&accept(b"*/*"), "text/event-stream"));
+        assert!(!accepts(&accept(b"application/jsonx"), "application/json"));
+        assert!(!accepts(&accept(b"application/*x"), "application/json"));
+        assert!(!accepts(&HeaderMap::new(), "application/json"));
+        // Bytes that are not visible ASCII match nothing and break nothing.
+        assert!(!accepts(&accept(b"application/\xc3\xa9"), "application/json"));
+        // Several Accept headers count together.
+        let mut h = accept(b"text/event-stream");
+        h.append(ACCEPT, HeaderValue::from_static("application/json"));
+        assert!(accepts(&h, "application/json"));
+    }
+
+    #[test]
+    fn only_a_protocol_version_in_meta_makes_a_message_modern() {
+        let raw = |s: &str| serde_json::value::RawValue::from_string(s.to_owned()).unwrap();
+        let modern = raw(
+            r#"{"name":"add","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        );
+        assert!(claims_modern(Some(&modern)));
+        // The key named elsewhere (an argument's value) is not a claim.
+        let legacy = raw(
+            r#"{"name":"add","arguments":{"s":"io.modelcontextprotocol/protocolVersion"}}"#,
+        );
+        assert!(!claims_modern(Some(&legacy)));
+        assert!(!claims_modern(Some(&raw(r#"{"name":"add"}"#))));
+        assert!(!claims_modern(None));
+    }
 
     #[test]
     fn error_codes_of_reply_lines() {

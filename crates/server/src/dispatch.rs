@@ -50,7 +50,7 @@ pub(crate) enum Era {
     Legacy(ProtocolVersion),
     Modern {
         version: ProtocolVersion,
-        capabilities: Box<ClientCapabilities>,
+        capabilities: Arc<ClientCapabilities>,
         log_level: Option<LoggingLevel>,
     },
 }
@@ -266,7 +266,7 @@ impl Server {
                     })?;
                     Ok(Era::Modern {
                         version,
-                        capabilities: Box::new(capabilities),
+                        capabilities: Arc::new(capabilities),
                         log_level: meta.log_level,
                     })
                 }
@@ -393,7 +393,7 @@ impl Server {
         };
         let fresh = session.set_negotiated(Negotiated {
             version,
-            client_capabilities: p.capabilities,
+            client_capabilities: Arc::new(p.capabilities),
             client_info: p.client_info,
         });
         if !fresh {
@@ -669,7 +669,7 @@ impl Server {
         meta: RequestMeta,
         sink: &Arc<dyn Outbound>,
         cancel: &CancellationToken,
-        client_capabilities: ClientCapabilities,
+        client_capabilities: Arc<ClientCapabilities>,
         answers: Map<String, Value>,
     ) -> ToolContext {
         ToolContext::new(Scope {

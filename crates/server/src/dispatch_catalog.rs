@@ -40,9 +40,9 @@ impl Server {
     }
 
     /// What the client declared: in this modern request, or at the legacy handshake.
-    pub(crate) fn client_caps(&self, session: &Session, era: &Era) -> ClientCapabilities {
+    pub(crate) fn client_caps(&self, session: &Session, era: &Era) -> Arc<ClientCapabilities> {
         match era {
-            Era::Modern { capabilities, .. } => (**capabilities).clone(),
+            Era::Modern { capabilities, .. } => capabilities.clone(),
             Era::Legacy(_) => session
                 .negotiated()
                 .map(|n| n.client_capabilities.clone())

@@ -36,7 +36,7 @@ pub struct Negotiated {
     /// The version both sides speak.
     pub version: ProtocolVersion,
     /// What the client said it can do.
-    pub client_capabilities: ClientCapabilities,
+    pub client_capabilities: Arc<ClientCapabilities>,
     /// Who the client said it is.
     pub client_info: Implementation,
 }
