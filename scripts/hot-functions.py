@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Record which functions `toolwright serve` runs, for the release link layout.
 
-    scripts/hot-functions.py [--binary target/release/toolwright] [--out crates/cli/layout/hot-functions.txt]
+    scripts/hot-functions.py [--binary PATH]... [--out crates/cli/layout/hot-functions.txt]
+
+By default it profiles both release builds that exist: the shipped one
+(scripts/build-release.sh, static-pie on x86_64 glibc Linux) and a plain
+`cargo build --release`. Their mangled names differ (the build flags enter the symbol
+hashes), so the file lists each binary's functions, the shipped build's first.
 
 Runs the release binary under `valgrind --tool=callgrind` through the work a server does in
 its life (start, both eras' handshakes, tools/list with and without 1,000 extra tools,
@@ -174,15 +179,8 @@ def defined_text_symbols(binary):
             if len(parts) == 3 and parts[1] in "tTwW"}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/toolwright"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "crates/cli/layout/hot-functions.txt"))
-    a = ap.parse_args()
-    binary = os.path.abspath(a.binary)
-    if not os.access(binary, os.X_OK):
-        sys.exit(f"hot-functions: no binary at {binary} (cargo build --release -p toolwright)")
-
+def profile(binary):
+    """The functions of `binary` that a server's life runs, hottest first."""
     total = {}
     with tempfile.TemporaryDirectory() as tmp:
         runs = [
@@ -196,15 +194,43 @@ def main():
         for path in runs:
             for fn, c in parse(path, os.path.basename(binary)).items():
                 total[fn] = total.get(fn, 0) + c
-
     known = defined_text_symbols(binary)
     hot = sorted((f for f in total if f in known), key=lambda f: (-total[f], f))
+    print(f"hot-functions: {os.path.relpath(binary, ROOT)}: {len(hot)} functions "
+          f"({len(total) - len(hot)} not in the symbol table)")
+    return hot
+
+
+def default_binaries():
+    shipped = subprocess.run([os.path.join(ROOT, "scripts/build-release.sh"), "--path"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    plain = os.path.join(ROOT, "target/release/toolwright")
+    found = [b for b in dict.fromkeys([shipped, plain]) if os.access(b, os.X_OK)]
+    if not found:
+        sys.exit("hot-functions: no release binary (scripts/build-release.sh)")
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", action="append",
+                    help="binary to profile (repeatable; default: the release builds present)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "crates/cli/layout/hot-functions.txt"))
+    a = ap.parse_args()
+    binaries = [os.path.abspath(b) for b in a.binary] if a.binary else default_binaries()
+    for b in binaries:
+        if not os.access(b, os.X_OK):
+            sys.exit(f"hot-functions: no binary at {b} (scripts/build-release.sh)")
+
+    names = []
+    for b in binaries:
+        names.extend(profile(b))
+    names = list(dict.fromkeys(names))  # a name shared by both builds keeps its first place
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
-        for name in hot:
+        for name in names:
             f.write(name + "\n")
-    print(f"hot-functions: {len(hot)} functions ({len(total) - len(hot)} not in the symbol "
-          f"table) -> {os.path.relpath(a.out, ROOT)}")
+    print(f"hot-functions: {len(names)} names -> {os.path.relpath(a.out, ROOT)}")
 
 
 if __name__ == "__main__":
