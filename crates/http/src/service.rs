@@ -996,7 +996,10 @@ mod tests {
         assert!(!accepts(&accept(b"application/*x"), "application/json"));
         assert!(!accepts(&HeaderMap::new(), "application/json"));
         // Bytes that are not visible ASCII match nothing and break nothing.
-        assert!(!accepts(&accept(b"application/\xc3\xa9"), "application/json"));
+        assert!(!accepts(
+            &accept(b"application/\xc3\xa9"),
+            "application/json"
+        ));
         // Several Accept headers count together.
         let mut h = accept(b"text/event-stream");
         h.append(ACCEPT, HeaderValue::from_static("application/json"));
@@ -1011,9 +1014,8 @@ mod tests {
         );
         assert!(claims_modern(Some(&modern)));
         // The key named elsewhere (an argument's value) is not a claim.
-        let legacy = raw(
-            r#"{"name":"add","arguments":{"s":"io.modelcontextprotocol/protocolVersion"}}"#,
-        );
+        let legacy =
+            raw(r#"{"name":"add","arguments":{"s":"io.modelcontextprotocol/protocolVersion"}}"#);
         assert!(!claims_modern(Some(&legacy)));
         assert!(!claims_modern(Some(&raw(r#"{"name":"add"}"#))));
         assert!(!claims_modern(None));

@@ -851,7 +851,9 @@ impl Server {
                 && result.content.is_empty()
             {
                 let text = serde_json::to_string(sc).expect("a JSON value serializes");
-                result.content.push(Content::text(text));
+                // Exactly one block: a first `push` would reserve four (over 1 KB, which
+                // glibc serves outside its per-thread cache on every call).
+                result.content = vec![Content::text(text)];
             }
         }
         if !era.version().has_structured_content() {
