@@ -46,3 +46,8 @@ cargo test --workspace --locked
 
 log "benchmark harness smoke run"
 "$root/bench/run" --smoke
+
+# The load generator is its own workspace (bench/loadgen); its tests reuse the release
+# build the smoke run just made.
+log "bench/loadgen tests"
+(cd bench/loadgen && env -u CARGO_TARGET_DIR cargo test --release --locked)

@@ -185,6 +185,10 @@ impl StdioServer {
                     i += 1;
                 }
                 sent.store(i, Ordering::Release);
+                // What is still buffered must reach the server before waiting for a slot:
+                // those calls hold slots that only their answers free. (Without this flush,
+                // a burst that ended with its window filled but unflushed waited forever.)
+                w.flush().context("writing to server stdin")?;
                 // The fence: one last call, after which the reader knows the count.
                 if tx.send(()).is_err() {
                     return Ok(());
