@@ -11,7 +11,8 @@ hashes), so the file lists each binary's functions, the shipped build's first.
 Runs the release binary under `valgrind --tool=callgrind` through the work a server does in
 its life (start, both eras' handshakes, tools/list with and without 1,000 extra tools,
 tools/call of every arithmetic tool, the common errors, Streamable HTTP sessions, clean
-exit) and writes the mangled names of every function of the binary that ran, hottest first.
+exit) and writes the mangled names of every function of the binary that ran: those of
+steady serving first, hottest first, then start-up-only code.
 
 crates/cli/build.rs hands that file to the linker (`--symbol-ordering-file`), so the code a
 server runs sits in a few contiguous pages instead of being spread over the whole 8 MB text

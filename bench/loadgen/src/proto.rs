@@ -135,7 +135,7 @@ struct Envelope<'a, R> {
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
-    #[serde(default = "Option::default")]
+    #[serde(default)]
     result: Option<R>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
