@@ -392,3 +392,149 @@ impl<'de> Visitor<'de> for ErrorSeed {
         }))
     }
 }
+
+/// Reads a request for one expected method, its `params` deserialized as `P` in the same
+/// pass (see [`parse_call`](crate::parse_call)).
+///
+/// `Ok(None)`, or an error, means the message is not such a request in its plain form: a
+/// repeated key, a `jsonrpc` other than `"2.0"`, an id that is not an integer or string,
+/// another method, `result` or `error` present, no `params`, or `params` that `P` refuses.
+/// The caller then reads it again with [`Top`], which says exactly what is wrong.
+pub(crate) struct CallVisitor<'m, P> {
+    pub method: &'m str,
+    pub params: PhantomData<P>,
+}
+
+impl<'de, P: Deserialize<'de>> Visitor<'de> for CallVisitor<'_, P> {
+    type Value = Option<(RequestId, P)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a {} request", self.method)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut id = None;
+        let mut params = None;
+        // `params` that came before `method`, kept raw until the method is known.
+        let mut early: Option<&'de RawValue> = None;
+        let mut seen = 0u8;
+        while let Some(key) = map.next_key::<Key>()? {
+            let bit = match key {
+                Key::Jsonrpc => 1,
+                Key::Id => 2,
+                Key::Method => 4,
+                Key::Params => 8,
+                Key::Result | Key::Error => return Ok(None),
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if seen & bit != 0 {
+                return Ok(None);
+            }
+            seen |= bit;
+            match key {
+                Key::Jsonrpc => {
+                    if !matches!(
+                        map.next_value_seed(LaxSeed::<Version>(PhantomData))?,
+                        Slot::Valid(_)
+                    ) {
+                        return Ok(None);
+                    }
+                }
+                Key::Id => match map.next_value_seed(LaxSeed::<RequestId>(PhantomData))? {
+                    Slot::Valid(v) => id = Some(v),
+                    _ => return Ok(None),
+                },
+                Key::Method => {
+                    if !map.next_value_seed(IsStr(self.method))? {
+                        return Ok(None);
+                    }
+                }
+                Key::Params if seen & 4 != 0 => {
+                    params = Some(map.next_value_seed(Container::<P>(PhantomData))?);
+                }
+                _ => early = Some(map.next_value()?),
+            }
+        }
+        let (Some(id), 15) = (id, seen) else {
+            return Ok(None);
+        };
+        if let Some(raw) = early {
+            let mut de = serde_json::Deserializer::from_str(raw.get());
+            return Ok(Container::<P>(PhantomData)
+                .deserialize(&mut de)
+                .ok()
+                .map(|p| (id, p)));
+        }
+        Ok(params.map(|p| (id, p)))
+    }
+}
+
+/// Reads whether a value is the given string; any other value is skipped and reads false.
+struct IsStr<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for IsStr<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IsStr<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    scalars_yield!(false; visit_bool(bool), visit_i64(i64), visit_u64(u64), visit_f64(f64));
+
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        drain_seq(seq)?;
+        Ok(false)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        drain_map(map)?;
+        Ok(false)
+    }
+}
+
+/// Deserializes `P` from an object or an array only, as the envelope requires of `params`
+/// (a `P` that would also accept a scalar must not see one).
+struct Container<P>(PhantomData<P>);
+
+impl<'de, P: Deserialize<'de>> DeserializeSeed<'de> for Container<P> {
+    type Value = P;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<P, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, P: Deserialize<'de>> Visitor<'de> for Container<P> {
+    type Value = P;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or an array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<P, A::Error> {
+        P::deserialize(de::value::MapAccessDeserializer::new(map))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<P, A::Error> {
+        P::deserialize(de::value::SeqAccessDeserializer::new(seq))
+    }
+}

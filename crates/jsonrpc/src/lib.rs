@@ -34,8 +34,9 @@
 //! - `object.rs`: [`ErrorObject`] (`{code, message, data?}`) and
 //!   [`ErrorResponse`] (an error with an optional id).
 //! - `message.rs`: the incoming message types ([`Message`], [`Request`],
-//!   [`Notification`], [`Response`], [`Parsed`]), [`Limits`] and [`parse`],
-//!   which applies every envelope rule.
+//!   [`Notification`], [`Response`], [`Parsed`]), [`Limits`], [`parse`],
+//!   which applies every envelope rule, and [`parse_call`], which also reads
+//!   one expected method's `params` in the same pass.
 //! - `envelope.rs` (private): the serde visitors that read one envelope in a
 //!   single, lenient pass so that a readable `id` survives other mistakes.
 //! - `scan.rs` (private): byte scans that run before serde (nesting depth,
@@ -71,7 +72,9 @@ mod write;
 pub use error::{Error, FrameError};
 pub use frame::{Line, LineDecoder};
 pub use id::RequestId;
-pub use message::{Limits, Message, Notification, Parsed, Request, Response, parse};
+pub use message::{
+    Incoming, Limits, Message, Notification, Parsed, Request, Response, parse, parse_call,
+};
 pub use object::{ErrorObject, ErrorResponse};
 pub use write::{
     write_error, write_error_response, write_notification, write_notification_no_params,

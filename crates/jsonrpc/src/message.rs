@@ -1,11 +1,14 @@
 //! Incoming messages: the types, the [`Limits`], and [`parse`], which
 //! applies the JSON-RPC envelope rules.
 
-use serde::Deserialize;
+use std::marker::PhantomData;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use crate::envelope::{Envelope, Slot, Top};
+use crate::envelope::{CallVisitor, Envelope, Slot, Top};
 use crate::{ErrorObject, ErrorResponse, RequestId, scan};
 
 /// Size limits applied by [`parse`] before any JSON parsing happens.
@@ -147,27 +150,65 @@ fn whole_input(error: ErrorObject) -> Parsed {
 /// The one exception for ids: an error response whose `id` is absent or
 /// `null` is [`Message::ErrorWithoutId`], not invalid.
 pub fn parse(bytes: &[u8], limits: &Limits) -> Parsed {
+    match admit(bytes, limits) {
+        Ok(text) => parse_text(text),
+        Err(refused) => whole_input(refused),
+    }
+}
+
+/// What [`parse_call`] found.
+#[derive(Debug)]
+pub enum Incoming<P> {
+    /// A request for the expected method, with its id and its `params` read as `P`.
+    Call(RequestId, P),
+    /// Anything else, exactly as [`parse`] reads it.
+    Other(Parsed),
+}
+
+/// [`parse`] with one method read in a single pass: when `bytes` is a plain request for
+/// `method` whose `params` deserialize as `P`, both come back at once, without the raw
+/// `params` being captured and read a second time, or the method name copied.
+///
+/// Everything else, the same method with a broken envelope or with `params` that `P`
+/// refuses included, comes back as [`Incoming::Other`] with what [`parse`] returns for it;
+/// so a caller that handles `Call` as it would the matching [`Request`] behaves exactly as
+/// with [`parse`]. `params` must be an object or an array, as the envelope rules require.
+/// The order of the keys does not matter (`params` before `method` is read raw first).
+pub fn parse_call<P: DeserializeOwned>(bytes: &[u8], limits: &Limits, method: &str) -> Incoming<P> {
+    let text = match admit(bytes, limits) {
+        Ok(text) => text,
+        Err(refused) => return Incoming::Other(whole_input(refused)),
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let visitor = CallVisitor {
+        method,
+        params: PhantomData::<P>,
+    };
+    if let Ok(Some((id, params))) = de.deserialize_map(visitor)
+        && de.end().is_ok()
+    {
+        return Incoming::Call(id, params);
+    }
+    Incoming::Other(parse_text(text))
+}
+
+/// The checks that come before any JSON parsing: size, nesting depth, UTF-8.
+fn admit<'a>(bytes: &'a [u8], limits: &Limits) -> Result<&'a str, ErrorObject> {
     if bytes.len() > limits.max_bytes {
-        return whole_input(
-            ErrorObject::invalid_request("message too large")
-                .with_data(json!({ "size": bytes.len(), "limit": limits.max_bytes })),
-        );
+        return Err(ErrorObject::invalid_request("message too large")
+            .with_data(json!({ "size": bytes.len(), "limit": limits.max_bytes })));
     }
     if scan::exceeds_depth(bytes, limits.max_depth) {
-        return whole_input(
-            ErrorObject::invalid_request("message nested too deeply")
-                .with_data(json!({ "maxDepth": limits.max_depth })),
-        );
+        return Err(ErrorObject::invalid_request("message nested too deeply")
+            .with_data(json!({ "maxDepth": limits.max_depth })));
     }
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            let at = e.valid_up_to();
-            return whole_input(ErrorObject::parse_error(format!(
-                "Parse error: invalid UTF-8 at byte {at}"
-            )));
-        }
-    };
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        ErrorObject::parse_error(format!("Parse error: invalid UTF-8 at byte {at}"))
+    })
+}
+
+fn parse_text(text: &str) -> Parsed {
     let mut de = serde_json::Deserializer::from_str(text);
     // Every visitor accepts every JSON value, so any error here is a
     // syntax error (or serde_json's recursion limit, also syntax).

@@ -303,3 +303,81 @@ fn message_id_accessor() {
         (r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"}}"#, None);
     }
 }
+
+#[derive(Debug, PartialEq, serde::Deserialize)]
+struct CallParams {
+    name: String,
+    #[serde(default)]
+    n: Option<i64>,
+}
+
+/// `parse_call` must agree with `parse`: a `Call` exactly when `parse` sees a request for
+/// the method whose params read as `P`, and otherwise `parse`'s own answer.
+#[test]
+fn parse_call_agrees_with_parse() {
+    let check = |input: &str, want_call: bool| {
+        let limits = Limits {
+            max_bytes: 200,
+            max_depth: 8,
+        };
+        let general = parse(input.as_bytes(), &limits);
+        match parse_call::<CallParams>(input.as_bytes(), &limits, "tools/call") {
+            Incoming::Call(id, p) => {
+                assert!(want_call, "read as a call: {input}");
+                let Parsed::Single(Message::Request(r)) = &general else {
+                    panic!("parse disagrees on {input}: {}", summary(&general))
+                };
+                assert_eq!((&r.id, r.method.as_str()), (&id, "tools/call"), "{input}");
+                let again: CallParams =
+                    serde_json::from_str(r.params.as_deref().expect("params").get()).unwrap();
+                assert_eq!(again, p, "{input}");
+            }
+            Incoming::Other(other) => {
+                assert!(!want_call, "not read as a call: {input}");
+                assert_eq!(summary(&other), summary(&general), "{input}");
+            }
+        }
+    };
+    table! { check;
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","n":2}}"#, true);
+        (r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a\"b"}}"#, true);
+        (r#"{"params":{"name":"add"},"method":"tools/call","id":3,"jsonrpc":"2.0"}"#, true);
+        (r#"{"jsonrpc":"2.0","id":1,"extra":[1,{}],"method":"tools/call","params":{"name":"a"}}"#, true);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"a"}}"#, true);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["a", 4]}"#, true);
+        (r#" {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","other":{}}} "#, true);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"params":{"name":"a"},"method":"ping"}"#, false);
+        (r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n":1}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"params":{"n":1},"method":"tools/call"}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"add"}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"a"}}"#, false);
+        (r#"{"id":1,"method":"tools/call","params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":7,"params":{"name":"a"}}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"result":1}"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}} x"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}"#, false);
+        (r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]"#, false);
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","n":[[[[[[[[1]]]]]]]]}}"#, false);
+        (&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{}"}}}}"#, "a".repeat(200)), false);
+        ("\"tools/call\"", false);
+    }
+    let bad_utf8 =
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}";
+    let Incoming::Other(other) =
+        parse_call::<CallParams>(bad_utf8, &Limits::default(), "tools/call")
+    else {
+        panic!("invalid UTF-8 read as a call")
+    };
+    assert_eq!(
+        summary(&other),
+        summary(&parse(bad_utf8, &Limits::default()))
+    );
+}

@@ -25,9 +25,10 @@ pub struct CallToolParams {
     /// Arguments; absent means `{}`.
     #[serde(default)]
     pub arguments: Option<Value>,
-    /// Request metadata.
+    /// Request metadata (boxed: it is most of the struct's size, and a legacy call has
+    /// none, so an unboxed one would be copied around empty with every move).
     #[serde(default, rename = "_meta")]
-    pub meta: Option<RequestMeta>,
+    pub meta: Option<Box<RequestMeta>>,
     /// Modern MRTR: answers to an earlier `input_required` result.
     #[serde(default)]
     pub input_responses: Option<serde_json::Map<String, Value>>,

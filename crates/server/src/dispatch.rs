@@ -21,7 +21,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use tokio_util::sync::CancellationToken;
-use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, Message, Parsed, RequestId, code};
+use toolwright_jsonrpc::{
+    self as jsonrpc, ErrorObject, Incoming, Message, Parsed, RequestId, code,
+};
 use toolwright_protocol::lifecycle::{DiscoverResult, ToolsCapability};
 use toolwright_protocol::params::{
     CallToolParams, CancelledParams, MetaOnlyParams, PaginatedParams, SetLevelParams,
@@ -90,6 +92,43 @@ fn reply_or_cancelled(ctx: &ToolContext, reply: Vec<u8>) -> Option<Vec<u8>> {
     (!ctx.is_cancelled()).then_some(reply)
 }
 
+/// The line for a successful `tools/call` result whose only content is its structured
+/// content, which the text block repeats: the JSON is serialized once and written twice.
+/// Byte for byte what serializing `result` with that text block added gives (the test
+/// `structured_line_matches_the_general_one` holds it to that).
+fn structured_result_line(
+    id: &RequestId,
+    era: &Era,
+    structured: &Value,
+    result: &CallToolResult,
+) -> Vec<u8> {
+    let json = serde_json::to_string(structured).expect("a JSON value serializes");
+    let mut buf = Vec::with_capacity(2 * json.len() + 128);
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    id.write_json(&mut buf);
+    buf.extend_from_slice(b",\"result\":{");
+    if era.is_modern() {
+        buf.extend_from_slice(b"\"resultType\":\"complete\",");
+    }
+    buf.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
+    serde_json::to_writer(&mut buf, json.as_str()).expect("a string serializes");
+    buf.extend_from_slice(b"}],\"structuredContent\":");
+    buf.extend_from_slice(json.as_bytes());
+    if let Some(is_error) = result.is_error {
+        buf.extend_from_slice(if is_error {
+            b",\"isError\":true"
+        } else {
+            b",\"isError\":false"
+        });
+    }
+    if let Some(meta) = &result.meta {
+        buf.extend_from_slice(b",\"_meta\":");
+        serde_json::to_writer(&mut buf, meta).expect("a JSON object serializes");
+    }
+    buf.extend_from_slice(b"}}\n");
+    buf
+}
+
 pub(crate) fn error_reply(id: &RequestId, error: ErrorObject) -> Handled {
     Handled::Reply(error_line(Some(id), &error))
 }
@@ -150,7 +189,13 @@ impl Server {
         bytes: &[u8],
         sink: &Arc<dyn Outbound>,
     ) -> Handled {
-        match jsonrpc::parse(bytes, &self.inner.config.limits) {
+        // `tools/call`, the message that comes by the thousand, is read in one pass with
+        // its params; everything else as a plain envelope first.
+        let parsed = match jsonrpc::parse_call(bytes, &self.inner.config.limits, "tools/call") {
+            Incoming::Call(id, params) => return self.call_tool(session, id, params, sink),
+            Incoming::Other(parsed) => parsed,
+        };
+        match parsed {
             Parsed::Single(msg) => self.handle(session, msg, sink),
             Parsed::Invalid(e) => Handled::Reply(error_line(e.id.as_ref(), &e.error)),
             Parsed::Batch(items) => self.handle_batch(session, items, sink),
@@ -547,11 +592,21 @@ impl Server {
         params: Option<&RawValue>,
         sink: &Arc<dyn Outbound>,
     ) -> Handled {
-        let p: CallToolParams = match parse_required(params) {
-            Ok(p) => p,
-            Err(e) => return error_reply(&id, e),
-        };
-        let era = match self.era(session, p.meta.as_ref()) {
+        match parse_required(params) {
+            Ok(p) => self.call_tool(session, id, p, sink),
+            Err(e) => error_reply(&id, e),
+        }
+    }
+
+    /// `tools/call` with its params read.
+    fn call_tool(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        p: CallToolParams,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        let era = match self.era(session, p.meta.as_deref()) {
             Ok(e) => e,
             Err(e) => return error_reply(&id, e),
         };
@@ -614,7 +669,7 @@ impl Server {
             };
         }
 
-        let meta = p.meta.unwrap_or_default();
+        let meta = p.meta.map(|m| *m).unwrap_or_default();
         // Modern multi-round-trip: answers from the sealed state plus this round's.
         let mut answers = Map::new();
         let args_copy = era.is_modern().then(|| args.clone());
@@ -850,9 +905,10 @@ impl Server {
             if let Some(sc) = &result.structured_content
                 && result.content.is_empty()
             {
+                if era.version().has_structured_content() {
+                    return Some(structured_result_line(id, era, sc, &result));
+                }
                 let text = serde_json::to_string(sc).expect("a JSON value serializes");
-                // Exactly one block: a first `push` would reserve four (over 1 KB, which
-                // glibc serves outside its per-thread cache on every call).
                 result.content = vec![Content::text(text)];
             }
         }
@@ -998,4 +1054,54 @@ pub async fn call_in_process(server: &Server, request: &Value) -> Result<Vec<u8>
         Handled::Nothing => None,
     };
     reply.ok_or_else(|| ErrorObject::internal("the request produced no reply"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolwright_jsonrpc::RequestId;
+    use toolwright_protocol::Implementation;
+
+    /// The one-pass line of a structured result is byte for byte the general serialization
+    /// of the same result with the text block added, in both eras.
+    #[test]
+    fn structured_line_matches_the_general_one() {
+        let server = Server::new(Implementation::new("t", "0"), Default::default());
+        let eras = [
+            Era::Legacy(ProtocolVersion::LATEST_LEGACY),
+            Era::Modern {
+                version: ProtocolVersion::LATEST,
+                capabilities: Arc::new(ClientCapabilities::default()),
+                log_level: None,
+            },
+        ];
+        let values = [
+            json!({"result": 3}),
+            json!({"result": -0.5, "note": "say \"hi\"\\n\tand\u{1} é ✓ /"}),
+            json!({"list": [1, {"a": null, "b": [true, false]}], "empty": {}}),
+            json!("plain"),
+            json!([]),
+        ];
+        let mut meta = Map::new();
+        meta.insert("k".into(), json!({"x": [1, "two"]}));
+        let ids = [RequestId::Number(7), RequestId::from("id \"q\"")];
+        for era in &eras {
+            for value in &values {
+                for id in &ids {
+                    for (is_error, meta) in [(None, None), (Some(false), Some(meta.clone()))] {
+                        let mut result = CallToolResult::structured(value.clone());
+                        result.is_error = is_error;
+                        result.meta = meta;
+                        let fast = structured_result_line(id, era, value, &result);
+                        result.content = vec![Content::text(serde_json::to_string(value).unwrap())];
+                        let general = server.call_result_line(id, era, result);
+                        assert_eq!(
+                            String::from_utf8(fast).unwrap(),
+                            String::from_utf8(general).unwrap()
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -91,6 +91,41 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
     serve_with(server, input, output, Runtime::Given(runtime))
 }
 
+/// The replies to one read. Most reads carry one message: its line is kept as it came and
+/// written as is (no copy), and freed only once the client has it. Several lines are
+/// gathered into one buffer, for one write.
+struct Outgoing {
+    first: Option<Vec<u8>>,
+    rest: Vec<u8>,
+}
+
+impl Outgoing {
+    fn push(&mut self, line: Vec<u8>) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(line);
+        } else {
+            self.buffer().extend_from_slice(&line);
+        }
+    }
+
+    /// The gathering buffer, holding every line so far.
+    fn buffer(&mut self) -> &mut Vec<u8> {
+        if let Some(first) = self.first.take() {
+            self.rest.extend_from_slice(&first);
+        }
+        &mut self.rest
+    }
+
+    fn send<W: Write + Send + 'static>(&mut self, writer: &LineWriter<W>) {
+        if let Some(line) = self.first.take() {
+            writer.write(&line);
+        } else if !self.rest.is_empty() {
+            writer.write(&self.rest);
+            self.rest.clear();
+        }
+    }
+}
+
 type BuildRuntime<'a> = Box<dyn FnOnce() -> io::Result<tokio::runtime::Runtime> + 'a>;
 
 /// Where the calls that wait run.
@@ -172,7 +207,10 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
     // The read buffer starts small (a client that sends one message at a time never fills
     // it) and doubles, up to 64 KiB, each time a read fills it.
     let mut chunk = vec![0u8; 4 * 1024];
-    let mut replies: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut replies = Outgoing {
+        first: None,
+        rest: Vec::with_capacity(64 * 1024),
+    };
     let mut warming = false;
     let too_long = |len: usize| {
         let e = ErrorObject::invalid_request(format!(
@@ -184,9 +222,9 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         line
     };
     let handle_line =
-        |line: &[u8], replies: &mut Vec<u8>| match server.handle_bytes(&session, line, &sink) {
+        |line: &[u8], replies: &mut Outgoing| match server.handle_bytes(&session, line, &sink) {
             Handled::Nothing => {}
-            Handled::Reply(bytes) => replies.extend_from_slice(&bytes),
+            Handled::Reply(bytes) => replies.push(bytes),
             Handled::Later(fut) => {
                 let sink = sink.clone();
                 tracker.spawn(async move {
@@ -197,7 +235,7 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
             }
         };
     let mut on_frame = |frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
-                        replies: &mut Vec<u8>| match frame {
+                        replies: &mut Outgoing| match frame {
         Ok(line) => {
             if entered.is_none() && !handshake(line.as_bytes()) {
                 match runtime.handle() {
@@ -206,14 +244,14 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
                         tracing::error!("starting the async runtime failed: {e}");
                         let err =
                             ErrorObject::internal(format!("the server cannot run calls: {e}"));
-                        toolwright_jsonrpc::write_error(replies, None, &err);
+                        toolwright_jsonrpc::write_error(replies.buffer(), None, &err);
                         return;
                     }
                 }
             }
             handle_line(line.as_bytes(), replies);
         }
-        Err(FrameError::TooLong { len_so_far }) => replies.extend_from_slice(&too_long(len_so_far)),
+        Err(FrameError::TooLong { len_so_far }) => replies.push(too_long(len_so_far)),
         Err(e) => tracing::warn!("framing error: {e}"),
     };
     loop {
@@ -233,10 +271,7 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         while let Some(line) = decoder.next_line() {
             on_frame(line, &mut replies);
         }
-        if !replies.is_empty() {
-            writer.write(&replies);
-            replies.clear();
-        }
+        replies.send(&writer);
         if !warming {
             // The first answers are out: the start-up tools may take the CPU now.
             server.warm_up();
@@ -245,9 +280,7 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
     }
     if let Some(last) = decoder.finish() {
         on_frame(last, &mut replies);
-        if !replies.is_empty() {
-            writer.write(&replies);
-        }
+        replies.send(&writer);
     }
     // stdin closed: streams end now; calls in flight get a grace period to answer.
     session.shutdown();
