@@ -525,7 +525,7 @@ async fn modern_post(shared: &Arc<Shared>, headers: &HeaderMap, msg: Message) ->
             cell.finish(None);
             stream_response(shared, cell, None, None, None, false)
         }
-        Handled::Reply(line) => {
+        Handled::Reply(line) | Handled::ReplyThen(line, _) => {
             if cell.decided().is_none() {
                 return json(modern_status(&line), line);
             }
@@ -699,7 +699,7 @@ async fn initialize(
     );
     let (_cell, sink) = new_cell(shared, false);
     let line = match dispatch(&shared.server, &hs.mcp, inbound, &sink) {
-        Handled::Reply(line) => line,
+        Handled::Reply(line) | Handled::ReplyThen(line, _) => line,
         // `initialize` always answers at once; anything else is a bug worth a clear error.
         Handled::Nothing | Handled::Later(_) => {
             shared.sessions.release();
@@ -738,7 +738,7 @@ async fn legacy_respond(
     match handled {
         Handled::Nothing if requests.is_empty() && cell.decided().is_none() => return accepted(),
         Handled::Nothing => cell.finish(None),
-        Handled::Reply(line) => {
+        Handled::Reply(line) | Handled::ReplyThen(line, _) => {
             if cell.decided().is_none() {
                 return json(StatusCode::OK, line);
             }

@@ -79,7 +79,7 @@ fn dispatch(c: &mut Criterion) {
     c.bench_function("dispatch tools/call add (legacy)", |b| {
         b.iter(
             || match server.handle_bytes(&session, black_box(line), &sink) {
-                Handled::Reply(r) => r,
+                Handled::Reply(r) | Handled::ReplyThen(r, _) => r,
                 _ => unreachable!("add answers at once"),
             },
         )
@@ -88,7 +88,7 @@ fn dispatch(c: &mut Criterion) {
     c.bench_function("dispatch tools/call add (modern)", |b| {
         b.iter(
             || match server.handle_bytes(&session, black_box(modern), &sink) {
-                Handled::Reply(r) => r,
+                Handled::Reply(r) | Handled::ReplyThen(r, _) => r,
                 _ => unreachable!("add answers at once"),
             },
         )

@@ -42,8 +42,38 @@ pub enum Handled {
     Nothing,
     /// A complete reply line.
     Reply(Vec<u8>),
+    /// A complete reply line, and what the call that made it still holds. A transport
+    /// drops the [`Spent`] only once the line is sent, so freeing the call's state is not
+    /// part of what the client waits for.
+    ReplyThen(Vec<u8>, Spent),
     /// A reply that comes when the future completes (`None`: nothing to send).
     Later(ReplyFuture),
+}
+
+impl Handled {
+    /// The reply line, if there is one now (a [`Spent`] is dropped here).
+    pub fn into_line(self) -> Result<Option<Vec<u8>>, ReplyFuture> {
+        match self {
+            Handled::Nothing => Ok(None),
+            Handled::Reply(line) | Handled::ReplyThen(line, _) => Ok(Some(line)),
+            Handled::Later(fut) => Err(fut),
+        }
+    }
+}
+
+/// What a finished `tools/call` still holds once its reply line exists: its context, the
+/// tool's registry entry, its structured content, its cancellation token and its spent
+/// future.
+pub struct Spent {
+    _held: (CallState, CancellationToken, Pin<Box<dyn Send>>),
+}
+
+/// The parts of a call that its future owns and hands back along with the reply.
+struct CallState {
+    _ctx: ToolContext,
+    _entry: Arc<Entry>,
+    _server: Server,
+    _structured: Option<Value>,
 }
 
 /// The era a request belongs to.
@@ -239,20 +269,16 @@ impl Server {
         if parts.iter().all(|p| !matches!(p, Handled::Later(_))) {
             let lines = parts
                 .into_iter()
-                .filter_map(|p| match p {
-                    Handled::Reply(l) => Some(l),
-                    _ => None,
-                })
+                .filter_map(|p| p.into_line().ok().flatten())
                 .collect();
             return join(lines).map_or(Handled::Nothing, Handled::Reply);
         }
         Handled::Later(Box::pin(async move {
             let mut lines = Vec::new();
             for p in parts {
-                match p {
-                    Handled::Reply(l) => lines.push(l),
-                    Handled::Later(f) => lines.extend(f.await),
-                    Handled::Nothing => {}
+                match p.into_line() {
+                    Ok(line) => lines.extend(line),
+                    Err(later) => lines.extend(later.await),
                 }
             }
             join(lines)
@@ -699,18 +725,49 @@ impl Server {
         );
         let server = self.clone();
         let reply_id = id.clone();
-        let fut = async move {
+        let mut fut = Box::pin(async move {
             let outcome = AssertUnwindSafe(entry.handler.call(args, ctx.clone()))
                 .catch_unwind()
                 .await;
-            server.finish(&reply_id, &era, &entry, &ctx, args_copy.as_ref(), outcome)
-        };
+            let mut spent = None;
+            let line = server.finish(
+                &reply_id,
+                &era,
+                &entry,
+                &ctx,
+                args_copy.as_ref(),
+                outcome,
+                &mut spent,
+            );
+            // Handed back rather than dropped here, where the reply would wait for it.
+            let state = CallState {
+                _ctx: ctx,
+                _entry: entry,
+                _server: server,
+                _structured: spent,
+            };
+            (line, state)
+        });
+        // Most tools finish on this first poll.
+        if let Poll::Ready((line, state)) =
+            fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+        {
+            return match line {
+                Some(line) => Handled::ReplyThen(
+                    line,
+                    Spent {
+                        _held: (state, cancel, fut),
+                    },
+                ),
+                None => Handled::Nothing,
+            };
+        }
         self.drive(
             session,
             id,
             cancel,
             || format!("tool {}", p.name),
-            Box::pin(fut),
+            Box::pin(async move { fut.await.0 }),
         )
     }
 
@@ -850,6 +907,9 @@ impl Server {
         buf
     }
 
+    /// The reply line of a finished call. Structured content that `spent` receives is
+    /// dropped by the caller, once the line is sent.
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,
         id: &RequestId,
@@ -858,6 +918,7 @@ impl Server {
         ctx: &ToolContext,
         args: Option<&Value>,
         outcome: std::thread::Result<Result<CallToolResult, ToolError>>,
+        spent: &mut Option<Value>,
     ) -> Option<Vec<u8>> {
         let name = &entry.definition.name;
         if let Some(reply) = self.input_reply(id, era, ctx, "tools/call", name, args) {
@@ -906,7 +967,9 @@ impl Server {
                 && result.content.is_empty()
             {
                 if era.version().has_structured_content() {
-                    return Some(structured_result_line(id, era, sc, &result));
+                    let line = structured_result_line(id, era, sc, &result);
+                    *spent = result.structured_content;
+                    return Some(line);
                 }
                 let text = serde_json::to_string(sc).expect("a JSON value serializes");
                 result.content = vec![Content::text(text)];
@@ -1048,10 +1111,9 @@ pub async fn call_in_process(server: &Server, request: &Value) -> Result<Vec<u8>
     let sink: Arc<dyn Outbound> = Arc::new(Discard);
     let session = server.new_session(sink.clone());
     let bytes = serde_json::to_vec(request).map_err(|e| ErrorObject::internal(e.to_string()))?;
-    let reply = match server.handle_bytes(&session, &bytes, &sink) {
-        Handled::Reply(line) => Some(line),
-        Handled::Later(fut) => fut.await,
-        Handled::Nothing => None,
+    let reply = match server.handle_bytes(&session, &bytes, &sink).into_line() {
+        Ok(line) => line,
+        Err(later) => later.await,
     };
     reply.ok_or_else(|| ErrorObject::internal("the request produced no reply"))
 }

@@ -40,7 +40,7 @@ pub mod tool;
 pub use catalog::{BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, UriTemplate};
 pub use config::{Config, InputErrorMode};
 pub use context::ToolContext;
-pub use dispatch::Handled;
+pub use dispatch::{Handled, Spent};
 pub use error::{ClientRequestError, RegisterError, ToolError};
 pub use server::{Event, Server};
 pub use session::{Outbound, Session};

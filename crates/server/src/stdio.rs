@@ -6,7 +6,7 @@
 //! batch, not per message. Calls that must wait run as tokio tasks and write their own
 //! replies. Every write goes through one mutex around the output, so lines never interleave.
 
-use crate::dispatch::Handled;
+use crate::dispatch::{Handled, Spent};
 use crate::server::Server;
 use crate::session::Outbound;
 use std::cell::OnceCell;
@@ -97,6 +97,8 @@ pub fn serve_io<R: Read, W: Write + Send + 'static>(
 struct Outgoing {
     first: Option<Vec<u8>>,
     rest: Vec<u8>,
+    /// What the calls answered here still hold, dropped once their lines are written.
+    spent: Vec<Spent>,
 }
 
 impl Outgoing {
@@ -123,6 +125,7 @@ impl Outgoing {
             writer.write(&self.rest);
             self.rest.clear();
         }
+        self.spent.clear();
     }
 }
 
@@ -210,6 +213,7 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
     let mut replies = Outgoing {
         first: None,
         rest: Vec::with_capacity(64 * 1024),
+        spent: Vec::with_capacity(64),
     };
     let mut warming = false;
     let too_long = |len: usize| {
@@ -225,6 +229,10 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         |line: &[u8], replies: &mut Outgoing| match server.handle_bytes(&session, line, &sink) {
             Handled::Nothing => {}
             Handled::Reply(bytes) => replies.push(bytes),
+            Handled::ReplyThen(bytes, spent) => {
+                replies.push(bytes);
+                replies.spent.push(spent);
+            }
             Handled::Later(fut) => {
                 let sink = sink.clone();
                 tracker.spawn(async move {

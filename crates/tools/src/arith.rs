@@ -28,10 +28,16 @@ fn result_schema(what: &str) -> Value {
 
 fn operands(args: &Value) -> Result<(f64, f64), ToolError> {
     // The schema guarantees both are numbers; this only guards against misuse in-process.
-    match (
-        args.get("a").and_then(Value::as_f64),
-        args.get("b").and_then(Value::as_f64),
-    ) {
+    // One pass over the two members costs less than two hashed lookups.
+    let (mut a, mut b) = (None, None);
+    for (key, value) in args.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "a" => a = value.as_f64(),
+            "b" => b = value.as_f64(),
+            _ => {}
+        }
+    }
+    match (a, b) {
         (Some(a), Some(b)) => Ok((a, b)),
         _ => Err(ToolError::InvalidArguments(
             "a and b must be numbers".into(),
