@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, Message, Parsed, RequestId, code};
 use toolwright_protocol::ProtocolVersion;
+use toolwright_protocol::params::CallToolParams;
 use toolwright_server::{Handled, Outbound, Server, Session};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
@@ -429,7 +430,21 @@ async fn post(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     }
     let hv = headers::header_version(headers);
     let header_modern = matches!(hv, HeaderVersion::Known(v) if v.is_modern());
-    match jsonrpc::parse(&bytes, &shared.server.config().limits) {
+    let limits = &shared.server.config().limits;
+    // A legacy `tools/call` (no protocol version anywhere in the body) is read in one pass
+    // with its params; anything else, or a body that names a version, the general way.
+    let parsed = if header_modern || PROTOCOL_VERSION_KEY.find(&bytes).is_some() {
+        jsonrpc::parse(&bytes, limits)
+    } else {
+        match jsonrpc::parse_call::<CallToolParams>(&bytes, limits, "tools/call") {
+            jsonrpc::Incoming::Call(id, params) => {
+                let requests = vec![id.clone()];
+                return legacy_post(shared, headers, Inbound::Call(id, params), requests, hv).await;
+            }
+            jsonrpc::Incoming::Other(parsed) => parsed,
+        }
+    };
+    match parsed {
         Parsed::Invalid(e) => rpc_error(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
         Parsed::Batch(_) if header_modern => refuse(
             StatusCode::BAD_REQUEST,
@@ -468,12 +483,15 @@ async fn post(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
 /// True when `params._meta` names a protocol version (a modern message). A byte search
 /// first keeps legacy messages from being parsed twice; its searcher is built once.
 fn claims_modern(params: Option<&serde_json::value::RawValue>) -> bool {
-    static KEY: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(toolwright_protocol::meta::PROTOCOL_VERSION));
     params.is_some_and(|p| {
-        KEY.find(p.get().as_bytes()).is_some() && headers::peek(Some(p)).version.is_some()
+        PROTOCOL_VERSION_KEY.find(p.get().as_bytes()).is_some()
+            && headers::peek(Some(p)).version.is_some()
     })
 }
+
+/// Finds the `_meta` key that names a protocol version; built once.
+static PROTOCOL_VERSION_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(toolwright_protocol::meta::PROTOCOL_VERSION));
 
 fn too_large(shared: &Shared) -> Response<Body> {
     refuse(
@@ -591,6 +609,8 @@ fn check_tool_headers(
 /// What a legacy POST carried.
 enum Inbound<'a> {
     Single(Message),
+    /// A `tools/call`, read with its params.
+    Call(RequestId, CallToolParams),
     /// A 2025-03-26 batch, as sent (the dispatcher parses it again).
     Batch(&'a [u8]),
 }
@@ -675,6 +695,7 @@ fn dispatch(
 ) -> Handled {
     match inbound {
         Inbound::Single(msg) => server.handle(session, msg, sink),
+        Inbound::Call(id, params) => server.handle_call(session, id, params, sink),
         Inbound::Batch(bytes) => server.handle_bytes(session, bytes, sink),
     }
 }

@@ -624,6 +624,18 @@ impl Server {
         }
     }
 
+    /// `tools/call` whose params are already read (see [`jsonrpc::parse_call`]): exactly what
+    /// [`handle`](Self::handle) does with the same request.
+    pub fn handle_call(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: CallToolParams,
+        sink: &Arc<dyn Outbound>,
+    ) -> Handled {
+        self.call_tool(session, id, params, sink)
+    }
+
     /// `tools/call` with its params read.
     fn call_tool(
         &self,
