@@ -134,7 +134,14 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     if let Some(addr) = &a.http.addr {
         server.warm_up();
         let config = http_config(&a.http, addr)?;
-        let rt = runtime()?;
+        // This thread serves the first listener on a single-threaded runtime, and the
+        // server starts one more thread per extra listener (--http-threads). Here one
+        // thread did 62-66k calls/s at 15 us of CPU each, p99 2 ms; tokio's two-worker
+        // runtime 55-58k at 18-19 us, p99 4.6 ms (its wake-ups cross threads).
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")?;
         rt.block_on(async {
             let http = toolwright_http::HttpServer::bind(server, config).await?;
             eprintln!("toolwright: listening on {}", http.url());
@@ -170,6 +177,7 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
         max_sessions: a.max_sessions,
         max_sse_streams: a.max_sse_streams,
         max_body_bytes: a.max_body_bytes,
+        threads: a.http_threads,
         ..toolwright_http::HttpConfig::default()
     })
 }

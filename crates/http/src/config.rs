@@ -34,6 +34,11 @@ pub struct HttpConfig {
     pub max_sse_streams: usize,
     /// Largest request body; larger ones get 413.
     pub max_body_bytes: usize,
+    /// Serving threads. 1 (the default): connections are served on the runtime that runs
+    /// the server. N > 1: N listeners share the address (`SO_REUSEPORT`, the kernel
+    /// spreads connections over them), each served by its own thread and single-threaded
+    /// runtime, the caller's runtime being the first; a connection stays on one thread.
+    pub threads: usize,
     /// Most bytes of request line and headers; more get 431.
     pub max_header_bytes: usize,
     /// Most request headers; more get 431.
@@ -66,6 +71,7 @@ impl Default for HttpConfig {
             max_sessions: 10_000,
             max_sse_streams: 1_000,
             max_body_bytes: 16 * 1024 * 1024,
+            threads: 1,
             max_header_bytes: 64 * 1024,
             max_headers: 100,
             header_read_timeout: Duration::from_secs(30),

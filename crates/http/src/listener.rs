@@ -19,14 +19,17 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use toolwright_server::Server;
 
 /// A bound, not yet running, Streamable HTTP server.
 pub struct HttpServer {
     listener: TcpListener,
+    /// One more listener on the same address per extra serving thread.
+    extra: Vec<std::net::TcpListener>,
     shared: Arc<Shared>,
     addr: SocketAddr,
 }
@@ -90,10 +93,14 @@ impl HttpServer {
                 "must be at least 1 second",
             ));
         }
+        if config.threads == 0 {
+            return Err(Error::config("--http-threads", "must be at least 1"));
+        }
+        let shared_port = config.threads > 1;
         let mut last = None;
         let mut bound = None;
         for a in resolve(&config.addr).await? {
-            match TcpListener::bind(a).await {
+            match listen(a, shared_port) {
                 Ok(l) => {
                     bound = Some(l);
                     break;
@@ -109,6 +116,14 @@ impl HttpServer {
             addr: "0.0.0.0:0".parse().expect("valid"),
             source: e,
         })?;
+        // The others bind the port the first one got (port 0 picks it once).
+        let mut extra = Vec::with_capacity(config.threads - 1);
+        for _ in 1..config.threads {
+            let l = listen(addr, true)
+                .and_then(TcpListener::into_std)
+                .map_err(|e| Error::Bind { addr, source: e })?;
+            extra.push(l);
+        }
         let guard = Guard::new(&config, addr)?;
         let resource = config
             .resource_url
@@ -152,6 +167,7 @@ impl HttpServer {
         let shared = Arc::new(Shared::new(server, config, guard, metadata, &metadata_url));
         Ok(HttpServer {
             listener,
+            extra,
             shared,
             addr,
         })
@@ -177,7 +193,10 @@ impl HttpServer {
     /// `shutdown_grace`), then every session is closed.
     pub async fn run_until(self, signal: impl Future<Output = ()>) -> Result<(), Error> {
         let HttpServer {
-            listener, shared, ..
+            listener,
+            extra,
+            shared,
+            ..
         } = self;
         let cfg = &shared.config;
         let mut builder = http1::Builder::new();
@@ -187,71 +206,28 @@ impl HttpServer {
             .max_headers(cfg.max_headers)
             .max_header_size(cfg.max_header_bytes)
             .keep_alive(true);
-        let builder = Arc::new(builder);
-        let conns = TaskTracker::new();
-        let closers: Arc<Mutex<HashMap<u64, oneshot::Sender<()>>>> = Arc::default();
-        let next_conn = AtomicU64::new(0);
-        let sweeper = tokio::spawn(sweep(shared.clone()));
-        tokio::pin!(signal);
-        let mut failures = 0u32;
-        loop {
-            let accepted = tokio::select! {
-                biased;
-                _ = &mut signal => break,
-                a = listener.accept() => a,
-            };
-            let stream = match accepted {
-                Ok((s, _)) => {
-                    failures = 0;
-                    s
-                }
-                Err(e) => {
-                    // Out of file descriptors and the like: wait a little and go on.
-                    failures += 1;
-                    tracing::warn!("accept failed: {e}");
-                    if failures > 1000 {
-                        sweeper.abort();
-                        return Err(Error::Accept(e));
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            // Without this every small reply waits for the peer's delayed ACK (~40 ms).
-            if let Err(e) = stream.set_nodelay(true) {
-                tracing::debug!("TCP_NODELAY: {e}");
-            }
-            let id = next_conn.fetch_add(1, Ordering::Relaxed);
-            let (tx, rx) = oneshot::channel();
-            closers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, tx);
-            let builder = builder.clone();
-            let svc = Svc(shared.clone());
-            let closers = closers.clone();
-            conns.spawn(async move {
-                let conn = builder.serve_connection(TokioIo::new(stream), svc);
-                tokio::pin!(conn);
-                let mut rx = rx;
-                let result = tokio::select! {
-                    biased;
-                    r = conn.as_mut() => r,
-                    _ = &mut rx => {
-                        conn.as_mut().graceful_shutdown();
-                        conn.await
-                    }
-                };
-                if let Err(e) = result {
-                    tracing::debug!("connection ended: {e}");
-                }
-                closers
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-            });
+        let acceptor = Acceptor {
+            builder: Arc::new(builder),
+            shared: shared.clone(),
+            conns: TaskTracker::new(),
+            closers: Arc::default(),
+            next_conn: Arc::default(),
+        };
+        let conns = acceptor.conns.clone();
+        let closers = acceptor.closers.clone();
+        let stop = CancellationToken::new();
+        for l in extra {
+            serving_thread(l, acceptor.clone(), stop.clone());
         }
-        drop(listener);
+        let sweeper = tokio::spawn(sweep(shared.clone()));
+        let accepted = acceptor.run(listener, signal).await;
+        stop.cancel();
+        if let Err(e) = accepted {
+            sweeper.abort();
+            conns.close();
+            shared.calls.close();
+            return Err(e);
+        }
         tracing::info!("shutting down: finishing requests in progress");
         shared.shutdown.cancel();
         sweeper.abort();
@@ -281,6 +257,148 @@ impl HttpServer {
         })
         .await;
         Ok(())
+    }
+}
+
+/// Binds a listening socket; `shared_port` lets more sockets bind the same address
+/// (`SO_REUSEPORT`).
+fn listen(addr: SocketAddr, shared_port: bool) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` does: a restarted server may rebind a port in TIME_WAIT.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    #[cfg(unix)]
+    socket.set_reuseport(shared_port)?;
+    #[cfg(not(unix))]
+    let _ = shared_port;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+/// What every accept loop shares: the connection settings, the server, and the
+/// connections in progress (tracked for graceful shutdown).
+#[derive(Clone)]
+struct Acceptor {
+    builder: Arc<http1::Builder>,
+    shared: Arc<Shared>,
+    conns: TaskTracker,
+    closers: Arc<Mutex<HashMap<u64, oneshot::Sender<()>>>>,
+    next_conn: Arc<AtomicU64>,
+}
+
+impl Acceptor {
+    /// Accepts connections until `stop` completes, each served by a task of the runtime
+    /// this runs on. Fails only when accepting keeps failing.
+    async fn run(
+        &self,
+        listener: TcpListener,
+        stop: impl Future<Output = ()>,
+    ) -> Result<(), Error> {
+        tokio::pin!(stop);
+        let mut failures = 0u32;
+        loop {
+            let accepted = tokio::select! {
+                biased;
+                _ = &mut stop => return Ok(()),
+                a = listener.accept() => a,
+            };
+            let stream = match accepted {
+                Ok((s, _)) => {
+                    failures = 0;
+                    s
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a little and go on.
+                    failures += 1;
+                    tracing::warn!("accept failed: {e}");
+                    if failures > 1000 {
+                        return Err(Error::Accept(e));
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            self.serve(stream);
+        }
+    }
+
+    fn serve(&self, stream: tokio::net::TcpStream) {
+        // Without this every small reply waits for the peer's delayed ACK (~40 ms).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.closers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        let builder = self.builder.clone();
+        let svc = Svc(self.shared.clone());
+        let closers = self.closers.clone();
+        self.conns.spawn(async move {
+            let conn = builder.serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            let mut rx = rx;
+            let result = tokio::select! {
+                biased;
+                r = conn.as_mut() => r,
+                _ = &mut rx => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::debug!("connection ended: {e}");
+            }
+            closers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+        });
+    }
+}
+
+/// Serves `listener` on a thread of its own, with a single-threaded runtime, until `stop`;
+/// the thread then stays until the connections it holds have ended.
+fn serving_thread(listener: std::net::TcpListener, acceptor: Acceptor, stop: CancellationToken) {
+    let spawned = std::thread::Builder::new()
+        .name("toolwright-http".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!("an HTTP serving thread could not start its runtime: {e}");
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let listener = match TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!("an HTTP serving thread could not listen: {e}");
+                        return;
+                    }
+                };
+                if let Err(e) = acceptor.run(listener, stop.cancelled()).await {
+                    tracing::error!("{e}");
+                }
+                // Connections and calls started here run on this runtime.
+                acceptor.conns.wait().await;
+                acceptor.shared.calls.wait().await;
+            });
+        });
+    if let Err(e) = spawned {
+        // The other listeners still serve; this one's share of connections waits in its
+        // backlog until shutdown.
+        tracing::error!("could not start an HTTP serving thread: {e}");
     }
 }
 

@@ -489,3 +489,37 @@ fn stateless_mode_needs_no_session() {
     );
     assert_eq!(s.send("DELETE", "/mcp", &[], b"").status, 405);
 }
+
+/// Several serving threads, one listener each on the same port (the kernel spreads the
+/// connections): one session answers on every connection, whichever thread took it, and
+/// SIGTERM still ends the server cleanly. `--http-threads 0` is refused.
+#[test]
+fn sessions_span_serving_threads() {
+    let mut s = HttpServer::start(&["--http-threads", "4"]);
+    let session = LegacySession::open(&s, LEGACY);
+    for i in 0..40 {
+        // Every request is a new connection.
+        let r = session.post(&s, &add(10 + i, i, 1));
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.checked(false, "tools/call")["result"]["structuredContent"]["result"],
+            i + 1
+        );
+    }
+    s.terminate();
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("the server exits after SIGTERM");
+    assert!(st.success(), "{st:?}");
+
+    let out = std::process::Command::new(crate::util::bin())
+        .args(["serve", "--http", "127.0.0.1:0", "--http-threads", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--http-threads"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
