@@ -141,7 +141,7 @@ fn structured_result_line(
         buf.extend_from_slice(b"\"resultType\":\"complete\",");
     }
     buf.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
-    serde_json::to_writer(&mut buf, json.as_str()).expect("a string serializes");
+    push_json_as_string(&mut buf, &json);
     buf.extend_from_slice(b"}],\"structuredContent\":");
     buf.extend_from_slice(json.as_bytes());
     if let Some(is_error) = result.is_error {
@@ -157,6 +157,24 @@ fn structured_result_line(
     }
     buf.extend_from_slice(b"}}\n");
     buf
+}
+
+/// Appends `json`, compact JSON text from serde_json, as a JSON string. Such text holds no
+/// control characters (serde_json escapes them inside strings), so only the quote and the
+/// backslash need a backslash: the bytes serde_json's string escaping gives, in one scan.
+fn push_json_as_string(buf: &mut Vec<u8>, json: &str) {
+    let bytes = json.as_bytes();
+    buf.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'"' || b == b'\\' {
+            buf.extend_from_slice(&bytes[start..i]);
+            buf.push(b'\\');
+            start = i;
+        }
+    }
+    buf.extend_from_slice(&bytes[start..]);
+    buf.push(b'"');
 }
 
 pub(crate) fn error_reply(id: &RequestId, error: ErrorObject) -> Handled {
@@ -1151,7 +1169,7 @@ mod tests {
         ];
         let values = [
             json!({"result": 3}),
-            json!({"result": -0.5, "note": "say \"hi\"\\n\tand\u{1} é ✓ /"}),
+            json!({"result": -0.5, "note": "say \"hi\"\\n\tand\u{1}\u{7f} é ✓ / \\\"\\"}),
             json!({"list": [1, {"a": null, "b": [true, false]}], "empty": {}}),
             json!("plain"),
             json!([]),
