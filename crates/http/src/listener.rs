@@ -213,8 +213,6 @@ impl HttpServer {
             closers: Arc::default(),
             next_conn: Arc::default(),
         };
-        let conns = acceptor.conns.clone();
-        let closers = acceptor.closers.clone();
         let stop = CancellationToken::new();
         for l in extra {
             serving_thread(l, acceptor.clone(), stop.clone());
@@ -224,21 +222,26 @@ impl HttpServer {
         stop.cancel();
         if let Err(e) = accepted {
             sweeper.abort();
-            conns.close();
+            acceptor.conns.close();
             shared.calls.close();
             return Err(e);
         }
         tracing::info!("shutting down: finishing requests in progress");
         shared.shutdown.cancel();
         sweeper.abort();
-        for (_, tx) in closers.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+        for (_, tx) in acceptor
+            .closers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+        {
             let _ = tx.send(());
         }
-        conns.close();
+        acceptor.conns.close();
         shared.calls.close();
         let grace = shared.server.config().shutdown_grace;
         let finished = tokio::time::timeout(grace, async {
-            conns.wait().await;
+            acceptor.conns.wait().await;
             shared.calls.wait().await;
         })
         .await
@@ -252,7 +255,7 @@ impl HttpServer {
             s.close();
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
-            conns.wait().await;
+            acceptor.conns.wait().await;
             shared.calls.wait().await;
         })
         .await;
@@ -396,8 +399,8 @@ fn serving_thread(listener: std::net::TcpListener, acceptor: Acceptor, stop: Can
             });
         });
     if let Err(e) = spawned {
-        // The other listeners still serve; this one's share of connections waits in its
-        // backlog until shutdown.
+        // Its listener was dropped with the thread's closure, so the kernel spreads the
+        // connections over the other listeners.
         tracing::error!("could not start an HTTP serving thread: {e}");
     }
 }

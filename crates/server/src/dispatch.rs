@@ -240,7 +240,7 @@ impl Server {
         // `tools/call`, the message that comes by the thousand, is read in one pass with
         // its params; everything else as a plain envelope first.
         let parsed = match jsonrpc::parse_call(bytes, &self.inner.config.limits, "tools/call") {
-            Incoming::Call(id, params) => return self.call_tool(session, id, params, sink),
+            Incoming::Call(id, params) => return self.handle_call(session, id, params, sink),
             Incoming::Other(parsed) => parsed,
         };
         match parsed {
@@ -637,7 +637,7 @@ impl Server {
         sink: &Arc<dyn Outbound>,
     ) -> Handled {
         match parse_required(params) {
-            Ok(p) => self.call_tool(session, id, p, sink),
+            Ok(p) => self.handle_call(session, id, p, sink),
             Err(e) => error_reply(&id, e),
         }
     }
@@ -645,17 +645,6 @@ impl Server {
     /// `tools/call` whose params are already read (see [`jsonrpc::parse_call`]): exactly what
     /// [`handle`](Self::handle) does with the same request.
     pub fn handle_call(
-        &self,
-        session: &Arc<Session>,
-        id: RequestId,
-        params: CallToolParams,
-        sink: &Arc<dyn Outbound>,
-    ) -> Handled {
-        self.call_tool(session, id, params, sink)
-    }
-
-    /// `tools/call` with its params read.
-    fn call_tool(
         &self,
         session: &Arc<Session>,
         id: RequestId,
