@@ -14,8 +14,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use toolwright_jsonrpc::{ErrorObject, code};
-use toolwright_protocol::ProtocolVersion;
 use toolwright_protocol::meta;
+use toolwright_protocol::params::CallToolParams;
+use toolwright_protocol::{Method, ProtocolVersion};
 
 /// `MCP-Protocol-Version`.
 pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -74,10 +75,10 @@ pub(crate) struct Peek<'a> {
     pub version: Option<Cow<'a, str>>,
     /// `params._meta["io.modelcontextprotocol/clientCapabilities"]` is an object.
     pub has_capabilities: bool,
-    /// `params.name`.
-    pub name: Option<&'a RawValue>,
-    /// `params.uri`.
-    pub uri: Option<&'a RawValue>,
+    /// `params.name`, when a string.
+    pub name: Option<Cow<'a, str>>,
+    /// `params.uri`, when a string.
+    pub uri: Option<Cow<'a, str>>,
     /// `params.arguments`.
     pub arguments: Option<&'a RawValue>,
 }
@@ -110,6 +111,23 @@ fn as_str(v: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<Cow<'_, str>>(v.get()).ok()
 }
 
+impl<'a> Peek<'a> {
+    /// The same view of a `tools/call` whose params are already read.
+    pub(crate) fn of_call(p: &'a CallToolParams) -> Peek<'a> {
+        let meta = p.meta.as_deref();
+        Peek {
+            has_meta: meta.is_some(),
+            version: meta
+                .and_then(|m| m.protocol_version.as_deref())
+                .map(Cow::Borrowed),
+            has_capabilities: meta.is_some_and(|m| m.client_capabilities.is_some()),
+            name: Some(Cow::Borrowed(&p.name)),
+            uri: None,
+            arguments: None,
+        }
+    }
+}
+
 /// Reads what the transport needs from `params`; anything malformed reads as absent (the
 /// dispatcher reports it properly).
 pub(crate) fn peek(params: Option<&RawValue>) -> Peek<'_> {
@@ -120,8 +138,8 @@ pub(crate) fn peek(params: Option<&RawValue>) -> Peek<'_> {
         return Peek::default();
     };
     let mut out = Peek {
-        name: p.name,
-        uri: p.uri,
+        name: p.name.and_then(as_str),
+        uri: p.uri.and_then(as_str),
         arguments: p.arguments,
         ..Peek::default()
     };
@@ -141,9 +159,9 @@ fn mismatch(message: String) -> ErrorObject {
 
 /// The header a method must mirror in `Mcp-Name`, with the `params` member it mirrors.
 fn named_member(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
+    match Method::parse(method) {
+        Method::ToolsCall | Method::PromptsGet => Some("name"),
+        Method::ResourcesRead => Some("uri"),
         _ => None,
     }
 }
@@ -194,20 +212,19 @@ pub(crate) fn check_modern(
     let Some(member) = named_member(method) else {
         return Ok(());
     };
-    let body = if member == "name" { p.name } else { p.uri };
-    let body = body.and_then(as_str);
+    let body = if member == "name" { &p.name } else { &p.uri };
     match (headers.get(NAME).map(decode), body) {
         (None, _) => {
             return Err(mismatch(format!(
                 "missing Mcp-Name header (params.{member} of {method})"
             )));
         }
-        (Some(Some(h)), Some(b)) if h == b => {}
+        (Some(Some(h)), Some(b)) if h == *b => {}
         (Some(h), b) => {
             return Err(mismatch(format!(
                 "Mcp-Name header {:?} does not match params.{member} {:?}",
                 h.unwrap_or_default(),
-                b.unwrap_or_default()
+                b.as_deref().unwrap_or_default()
             )));
         }
     }
@@ -250,16 +267,10 @@ fn same(header: &str, value: &Value) -> bool {
 pub(crate) fn check_param_headers(
     headers: &HeaderMap,
     schema: &Value,
-    args: Option<&RawValue>,
+    args: Option<&Map<String, Value>>,
 ) -> Result<(), ErrorObject> {
     let mut wanted = Vec::new();
-    mirrored(schema, None, &mut wanted);
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let args: Option<Map<String, Value>> = args.and_then(|a| serde_json::from_str(a.get()).ok());
-    wanted.clear();
-    mirrored(schema, args.as_ref(), &mut wanted);
+    mirrored(schema, args, &mut wanted);
     for (name, value) in wanted {
         let Ok(header) = HeaderName::from_bytes(format!("mcp-param-{name}").as_bytes()) else {
             continue;
@@ -333,7 +344,7 @@ mod tests {
         let pk = peek(Some(&p));
         assert!(pk.has_meta && pk.has_capabilities);
         assert_eq!(pk.version.as_deref(), Some("2026-07-28"));
-        assert_eq!(pk.name.map(RawValue::get), Some("\"add\""));
+        assert_eq!(pk.name.as_deref(), Some("add"));
         let legacy = raw(json!({"name": "add"}));
         assert!(!peek(Some(&legacy)).has_meta);
         let odd = raw(json!({"_meta": 5, "name": 3}));
@@ -418,8 +429,7 @@ mod tests {
             "inner": {"type": "object", "properties": {"tenant": {"type": "string", "x-mcp-header": "Tenant"}}}
         }});
         let check = |args: Value, pairs: &[(&str, &str)], ok: bool| {
-            let args = raw(args);
-            let r = check_param_headers(&headers(pairs), &schema, Some(&args));
+            let r = check_param_headers(&headers(pairs), &schema, args.as_object());
             assert_eq!(r.is_ok(), ok, "{args:?} {pairs:?}");
         };
         check(json!({}), &[], true);

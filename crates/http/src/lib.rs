@@ -60,7 +60,9 @@
 //! # Layout
 //!
 //! - [`listener`](HttpServer): binding, the accept loop, hyper connections, shutdown.
-//! - `service.rs`: routing, the checks, POST / GET / DELETE in each era.
+//! - `service.rs`: shared state, routing, the checks every request passes.
+//! - `post.rs`: POST in each era; `streams.rs`: SSE responses, GET and DELETE;
+//!   `respond.rs`: response builders and the status of a modern reply.
 //! - `headers.rs`: MCP headers and the modern mirroring rules.
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
 //! - `session.rs`: legacy sessions and their table.
@@ -74,10 +76,13 @@ pub mod error;
 mod guard;
 pub mod headers;
 mod listener;
+mod post;
 pub mod probe;
+mod respond;
 mod service;
 mod session;
 mod stream;
+mod streams;
 
 pub use config::HttpConfig;
 pub use error::Error;
