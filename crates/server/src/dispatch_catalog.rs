@@ -177,13 +177,10 @@ impl Server {
                 {
                     Some(Reply::error(Some(&rid), &server.not_found(&era, &uri)))
                 }
-                Ok(Err(e)) => Some(Reply::error(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("reading {uri} failed: {e}")),
-                )),
-                Err(p) => Some(Reply::error(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("reading {uri} panicked: {}", panic_text(&*p))),
+                Ok(Err(e)) => Some(Reply::internal(&rid, format!("reading {uri} failed: {e}"))),
+                Err(p) => Some(Reply::internal(
+                    &rid,
+                    format!("reading {uri} panicked: {}", panic_text(&*p)),
                 )),
             }
         });
@@ -308,13 +305,10 @@ impl Server {
                 Ok(Err(ToolError::InvalidArguments(m))) => {
                     Some(Reply::error(Some(&rid), &ErrorObject::invalid_params(m)))
                 }
-                Ok(Err(e)) => Some(Reply::error(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("prompt {name} failed: {e}")),
-                )),
-                Err(p) => Some(Reply::error(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("prompt {name} panicked: {}", panic_text(&*p))),
+                Ok(Err(e)) => Some(Reply::internal(&rid, format!("prompt {name} failed: {e}"))),
+                Err(p) => Some(Reply::internal(
+                    &rid,
+                    format!("prompt {name} panicked: {}", panic_text(&*p)),
                 )),
             }
         });

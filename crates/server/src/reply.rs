@@ -63,6 +63,11 @@ impl Reply {
         }
     }
 
+    /// A -32603 reply to `id`.
+    pub(crate) fn internal(id: &RequestId, message: String) -> Reply {
+        Reply::error(Some(id), &ErrorObject::internal(message))
+    }
+
     pub(crate) fn with_spent(mut self, spent: Spent) -> Reply {
         self.spent = Some(spent);
         self
