@@ -80,7 +80,7 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
     // Fixture sets may add resources and prompts, which the capabilities announce at
     // initialize, so they are registered before serving.
     if let Some(set) = &a.fixtures
-        && !toolwright_tools::fixtures::register(&server, set)?
+        && !toolwright_fixtures::register(&server, set)?
     {
         bail!("unknown fixture set {set:?}");
     }
@@ -129,7 +129,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
     let server = build_server(&a.server)?;
     if a.http.probe_tools {
-        toolwright_http::probe::register(&server)?;
+        toolwright_fixtures::probe::register(&server)?;
     }
     if let Some(addr) = &a.http.addr {
         server.warm_up();

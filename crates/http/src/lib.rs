@@ -65,7 +65,6 @@
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
 //! - `session.rs`: legacy sessions and their table.
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
-//! - [`probe`]: tools that exercise a transport (progress, cancellation, list changes).
 //! - [`config`], [`error`].
 
 mod body;
@@ -74,7 +73,6 @@ pub mod error;
 mod guard;
 pub mod headers;
 mod listener;
-pub mod probe;
 mod service;
 mod session;
 mod stream;
