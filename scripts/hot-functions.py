@@ -193,7 +193,7 @@ def profile(binary):
                                 stdin=modern_session(1000))),
             (serving, callgrind(binary, ["serve", "--http", "127.0.0.1:0"], tmp, "http",
                                 during=http_workload)),
-            (rest, callgrind(binary, ["serve", "--bench-extra-tools", "1000"], tmp, "list",
+            (rest, callgrind(binary, ["serve", "--fixtures", "bulk:1000"], tmp, "list",
                              stdin=legacy_session(5))),
         ]
         for into, path in runs:

@@ -67,7 +67,6 @@
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
 //! - `session.rs`: legacy sessions and their table.
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
-//! - [`probe`]: tools that exercise a transport (progress, cancellation, list changes).
 //! - [`config`], [`error`].
 
 mod body;
@@ -77,7 +76,6 @@ mod guard;
 pub mod headers;
 mod listener;
 mod post;
-pub mod probe;
 mod respond;
 mod service;
 mod session;
