@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::finding::{Rule, Sink};
-use crate::walk::walk;
+use toolwright_schema::walk_subschemas;
 
 const KEYWORD: &str = "x-mcp-header";
 /// Largest integer magnitude a header value may carry (2^53 - 1).
@@ -20,7 +20,7 @@ fn is_tchar(c: char) -> bool {
 
 pub(crate) fn check(input_schema: &Value, sink: &mut Sink<'_>) {
     let mut seen: HashMap<String, String> = HashMap::new();
-    walk(input_schema, "/inputSchema", &mut |node| {
+    walk_subschemas(input_schema, "/inputSchema", &mut |node| {
         let Some(value) = node.schema.get(KEYWORD) else {
             return;
         };
