@@ -6,13 +6,13 @@ use std::time::Duration;
 use http::Method;
 use serde_json::{Value, json};
 use toolwright_jsonrpc::code;
+use toolwright_protocol::headers::encode_value;
 use toolwright_protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, SERVER_INFO};
 use toolwright_protocol::{
     CallToolResult, Implementation, ProtocolVersion, ServerCapabilities, Tool,
 };
 
 use crate::ClientError;
-use crate::headers::{encode_value, header_params, param_headers};
 use crate::http::{Endpoint, Reply, exchange};
 use crate::stdio::StdioTransport;
 
@@ -399,12 +399,18 @@ impl Client {
             && matches!(self.transport, Transport::Http { .. })
             && let Some(def) = definition
         {
-            let invalid = |reason: String| ClientError::InvalidHeaderParam {
-                tool: name.to_owned(),
-                reason,
-            };
-            let params = header_params(&def.input_schema).map_err(invalid)?;
-            extra = param_headers(&params, &arguments).map_err(invalid)?;
+            let params = def
+                .param_headers()
+                .map_err(|source| ClientError::InvalidHeaderParam {
+                    tool: name.to_owned(),
+                    source: Box::new(source),
+                })?;
+            extra = params
+                .headers(&arguments)
+                .map_err(|source| ClientError::HeaderArgument {
+                    tool: name.to_owned(),
+                    source: Box::new(source),
+                })?;
         }
         let params = json!({"name": name, "arguments": arguments});
         let timeout = self.options.request_timeout;
@@ -605,7 +611,7 @@ impl Client {
                 ));
                 headers.push(("Mcp-Method".to_owned(), method.to_owned()));
                 if let Some(n) = name {
-                    headers.push(("Mcp-Name".to_owned(), encode_value(n)));
+                    headers.push(("Mcp-Name".to_owned(), encode_value(n).into_owned()));
                 }
             }
             Era::Legacy => {

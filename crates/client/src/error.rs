@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use toolwright_protocol::ParamHeaderError;
 
 /// Why talking to a server failed.
 #[derive(Debug, thiserror::Error)]
@@ -99,12 +100,20 @@ pub enum ClientError {
         method: String,
     },
     /// A tool declares `x-mcp-header` parameters that clients must reject.
-    #[error("tool {tool:?} declares an invalid x-mcp-header ({reason}); clients must not call it")]
+    #[error("tool {tool:?} declares an invalid x-mcp-header ({source}); clients must not call it")]
     InvalidHeaderParam {
         /// The tool.
         tool: String,
         /// What is wrong.
-        reason: String,
+        source: Box<ParamHeaderError>,
+    },
+    /// An argument that a tool mirrors in an `Mcp-Param-*` header cannot travel in one.
+    #[error("cannot call tool {tool:?} over HTTP: {source}")]
+    HeaderArgument {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        source: Box<ParamHeaderError>,
     },
     /// The trust configuration could not be read.
     #[error("trust configuration {path}: {reason}")]

@@ -11,7 +11,7 @@
 //! Then [`Client::list_tools`] follows every `tools/list` page and [`Client::call_tool`]
 //! calls a tool. Modern requests carry `_meta` (version, capabilities, client info) and,
 //! over HTTP, the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`
-//! headers. Answers may be JSON or SSE streams. Requests from the server are refused
+//! headers (their rules are `toolwright_protocol::headers`). Answers may be JSON or SSE streams. Requests from the server are refused
 //! (-32601): this client declares no client capabilities.
 //!
 //! The crate also holds the client-side policies the spec leaves to clients:
@@ -22,14 +22,12 @@
 //! - `client.rs`: [`Client`], [`Target`], [`ConnectOptions`], era detection;
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
 //!   over hyper (plain `http://`; no TLS);
-//! - [`headers`]: modern header values and `x-mcp-header` parameters;
 //! - [`trust`]: the trust configuration and what it changes;
 //! - `validate.rs`: [`check_output`];
 //! - `error.rs`: [`ClientError`].
 
 mod client;
 mod error;
-pub mod headers;
 mod http;
 mod sse;
 mod stdio;
