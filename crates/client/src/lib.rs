@@ -20,6 +20,7 @@
 //!
 //! Layout:
 //! - `client.rs`: [`Client`], [`Target`], [`ConnectOptions`], era detection;
+//! - `envelope.rs`: JSON-RPC lines written and read with toolwright-jsonrpc;
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
 //!   over hyper (plain `http://`; no TLS);
 //! - [`trust`]: the trust configuration and what it changes;
@@ -27,6 +28,7 @@
 //! - `error.rs`: [`ClientError`].
 
 mod client;
+mod envelope;
 mod error;
 mod http;
 mod sse;
