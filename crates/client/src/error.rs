@@ -116,12 +116,71 @@ pub enum ClientError {
         source: Box<ParamHeaderError>,
     },
     /// The trust configuration could not be read.
-    #[error("trust configuration {path}: {reason}")]
+    #[error("trust configuration {path}: {source}")]
     TrustConfig {
         /// The file.
         path: String,
         /// What is wrong.
-        reason: String,
+        source: TrustConfigError,
+    },
+}
+
+/// Why a trust configuration could not be used: what [`TrustConfig::parse`] and
+/// [`TrustConfig::load`] report (the latter inside [`ClientError::TrustConfig`], with the
+/// file's path).
+///
+/// [`TrustConfig::parse`]: crate::TrustConfig::parse
+/// [`TrustConfig::load`]: crate::TrustConfig::load
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustConfigError {
+    /// The file could not be read.
+    #[error("{source}")]
+    Read {
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not JSON.
+    #[error("not JSON: {source}")]
+    NotJson {
+        /// The parser's complaint.
+        source: serde_json::Error,
+    },
+    /// The document has no `trusted` array.
+    #[error("expected {{\"trusted\": [...]}}")]
+    NoTrustedList {
+        /// The document.
+        found: Value,
+    },
+    /// An entry has neither `command` nor `url`.
+    #[error("trusted[{index}] needs a \"command\" or a \"url\"")]
+    NoTarget {
+        /// Its position in `trusted`.
+        index: usize,
+        /// The entry.
+        entry: Value,
+    },
+    /// A `command` that is neither a string nor an array.
+    #[error("trusted[{index}].command must be a string or an array")]
+    CommandType {
+        /// Its position in `trusted`.
+        index: usize,
+        /// The `command` value.
+        command: Value,
+    },
+    /// A `command` array with an item that is not a string.
+    #[error("trusted[{index}].command: every item must be a string")]
+    CommandItem {
+        /// Its position in `trusted`.
+        index: usize,
+        /// The item.
+        item: Value,
+    },
+    /// An empty `command`.
+    #[error("trusted[{index}].command is empty")]
+    EmptyCommand {
+        /// Its position in `trusted`.
+        index: usize,
     },
 }
 

@@ -25,7 +25,7 @@
 //!   over hyper (plain `http://`; no TLS);
 //! - [`trust`]: the trust configuration and what it changes;
 //! - `validate.rs`: [`check_output`];
-//! - `error.rs`: [`ClientError`].
+//! - `error.rs`: [`ClientError`], and [`TrustConfigError`] which it may carry.
 
 mod client;
 mod envelope;
@@ -37,6 +37,6 @@ pub mod trust;
 mod validate;
 
 pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
-pub use error::ClientError;
+pub use error::{ClientError, TrustConfigError};
 pub use trust::TrustConfig;
 pub use validate::{OutputProblem, check_output};
