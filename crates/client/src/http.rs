@@ -9,10 +9,11 @@ use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
 use tokio::net::TcpStream;
+use toolwright_jsonrpc::{ErrorObject, Message, RequestId, Response};
 
 use crate::ClientError;
+use crate::envelope;
 use crate::sse::SseParser;
 
 /// Largest response body read.
@@ -60,6 +61,15 @@ impl Endpoint {
     }
 }
 
+/// The JSON-RPC answer an HTTP exchange brought back.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// A response (from a JSON body, or the one with the request's id on an SSE stream).
+    Response(Response),
+    /// An error without an id, sent instead of a response (e.g. with a 400).
+    Error(ErrorObject),
+}
+
 /// What came back for one POST.
 #[derive(Debug)]
 pub(crate) struct Reply {
@@ -67,25 +77,25 @@ pub(crate) struct Reply {
     pub status: u16,
     /// `Mcp-Session-Id`, when the server set one.
     pub session_id: Option<String>,
-    /// The JSON-RPC response to the request (from a JSON body or the SSE stream), or any
-    /// JSON body the server sent with an error status.
-    pub message: Option<Value>,
-    /// The start of a body that held no JSON-RPC message.
+    /// The JSON-RPC answer, if the body held one.
+    pub answer: Option<Answer>,
+    /// The start of the body (empty for an SSE stream).
     pub text: String,
 }
 
 /// Sends one HTTP request and reads the answer. For a request (`id` set), an SSE answer is
 /// read until the response with that id arrives; requests the server makes on the stream
-/// are answered -32601 with `reply_headers`.
+/// are answered -32601 with the session headers among `headers`.
 pub(crate) async fn exchange(
     endpoint: &Endpoint,
     method: Method,
-    body: Option<&Value>,
+    body: Option<&[u8]>,
+    id: Option<&RequestId>,
     headers: &[(String, String)],
     rpc_method: &str,
     timeout: Duration,
 ) -> Result<Reply, ClientError> {
-    let run = exchange_inner(endpoint, method, body, headers, rpc_method);
+    let run = exchange_inner(endpoint, method, body, id, headers, rpc_method);
     tokio::time::timeout(timeout, run)
         .await
         .map_err(|_| ClientError::Timeout {
@@ -97,7 +107,8 @@ pub(crate) async fn exchange(
 async fn exchange_inner(
     endpoint: &Endpoint,
     method: Method,
-    body: Option<&Value>,
+    body: Option<&[u8]>,
+    id: Option<&RequestId>,
     headers: &[(String, String)],
     rpc_method: &str,
 ) -> Result<Reply, ClientError> {
@@ -118,9 +129,7 @@ async fn exchange_inner(
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    let payload = body.map_or_else(Vec::new, |b| {
-        serde_json::to_vec(b).expect("a Value serializes")
-    });
+    let payload = body.map_or_else(Vec::new, <[u8]>::to_vec);
     let mut request = Request::builder()
         .method(method)
         .uri(endpoint.path.as_str())
@@ -150,27 +159,27 @@ async fn exchange_inner(
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
-    let wanted = body.and_then(|b| b.get("id")).cloned();
     let incoming = response.into_body();
-    let (message, text) = if is_sse {
-        match read_sse(incoming, wanted.as_ref(), endpoint, headers).await? {
-            Some(m) => (Some(m), String::new()),
-            None => (None, String::new()),
-        }
+    let (answer, text) = if is_sse {
+        (
+            read_sse(incoming, id, endpoint, headers).await?,
+            String::new(),
+        )
     } else {
         let bytes = read_body(incoming, rpc_method, endpoint).await?;
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) if v.is_object() || v.is_array() => (Some(v), String::new()),
-            _ => (
-                None,
-                String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned(),
-            ),
-        }
+        let mut messages = envelope::messages(&bytes).into_iter();
+        let answer = match (messages.next(), messages.next()) {
+            (Some(Message::Response(r)), None) => Some(Answer::Response(r)),
+            (Some(Message::ErrorWithoutId(e)), None) => Some(Answer::Error(e)),
+            _ => None,
+        };
+        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
+        (answer, text)
     };
     Ok(Reply {
         status,
         session_id,
-        message,
+        answer,
         text,
     })
 }
@@ -206,10 +215,10 @@ async fn read_body(
 /// sent, until the stream ends). Server requests on the stream get -32601 in a new POST.
 async fn read_sse(
     mut body: Incoming,
-    wanted: Option<&Value>,
+    wanted: Option<&RequestId>,
     endpoint: &Endpoint,
     headers: &[(String, String)],
-) -> Result<Option<Value>, ClientError> {
+) -> Result<Option<Answer>, ClientError> {
     let mut parser = SseParser::default();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
@@ -227,39 +236,41 @@ async fn read_sse(
             if !(event.event.is_empty() || event.event == "message") {
                 continue;
             }
-            let Ok(msg) = serde_json::from_str::<Value>(&event.data) else {
-                continue;
-            };
-            let is_response = msg.get("method").is_none();
-            if is_response && wanted.is_some() && msg.get("id") == wanted {
-                return Ok(Some(msg));
-            }
-            if let (Some(id), false) = (msg.get("id"), is_response) {
-                let reply = json!({
-                    "jsonrpc": "2.0", "id": id,
-                    "error": {"code": toolwright_jsonrpc::code::METHOD_NOT_FOUND, "message": "toolwright's client offers no client features"}
-                });
-                let endpoint = endpoint.clone();
-                let headers: Vec<(String, String)> = headers
-                    .iter()
-                    .filter(|(k, _)| {
-                        let k = k.to_ascii_lowercase();
-                        k == "mcp-session-id" || k == "mcp-protocol-version"
-                    })
-                    .cloned()
-                    .collect();
-                tokio::spawn(async move {
-                    let send = post_and_forget(&endpoint, &reply, &headers);
-                    let _ = tokio::time::timeout(Duration::from_secs(10), send).await;
-                });
+            for msg in envelope::messages(event.data.as_bytes()) {
+                match msg {
+                    Message::Response(r) if Some(&r.id) == wanted => {
+                        return Ok(Some(Answer::Response(r)));
+                    }
+                    Message::Request(req) => refuse(endpoint, headers, &req.id),
+                    _ => {}
+                }
             }
         }
     }
     Ok(None)
 }
 
+/// Answers a request the server made on a stream with -32601, in a POST of its own that
+/// carries the session headers.
+fn refuse(endpoint: &Endpoint, headers: &[(String, String)], id: &RequestId) {
+    let reply = envelope::refusal(id);
+    let endpoint = endpoint.clone();
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .filter(|(k, _)| {
+            let k = k.to_ascii_lowercase();
+            k == "mcp-session-id" || k == "mcp-protocol-version"
+        })
+        .cloned()
+        .collect();
+    tokio::spawn(async move {
+        let send = post_and_forget(&endpoint, &reply, &headers);
+        let _ = tokio::time::timeout(Duration::from_secs(10), send).await;
+    });
+}
+
 /// POSTs one message and ignores the answer (replies to server requests get 202).
-async fn post_and_forget(endpoint: &Endpoint, message: &Value, headers: &[(String, String)]) {
+async fn post_and_forget(endpoint: &Endpoint, message: &[u8], headers: &[(String, String)]) {
     let Ok(stream) = TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await else {
         return;
     };
@@ -279,7 +290,7 @@ async fn post_and_forget(endpoint: &Endpoint, message: &Value, headers: &[(Strin
     for (k, v) in headers {
         request = request.header(k.as_str(), v.as_str());
     }
-    let body = Bytes::from(serde_json::to_vec(message).expect("a Value serializes"));
+    let body = Bytes::copy_from_slice(message);
     if let Ok(request) = request.body(Full::new(body)) {
         let _ = sender.send_request(request).await;
     }

@@ -206,18 +206,11 @@ impl Sink<'_> {
     }
 }
 
-/// Appends a JSON Pointer token to `base`, escaping `~` and `/`.
+/// `base` with one JSON Pointer token appended, escaped.
 pub(crate) fn push_pointer(base: &str, token: &str) -> String {
     let mut p = String::with_capacity(base.len() + token.len() + 1);
     p.push_str(base);
-    p.push('/');
-    for c in token.chars() {
-        match c {
-            '~' => p.push_str("~0"),
-            '/' => p.push_str("~1"),
-            c => p.push(c),
-        }
-    }
+    toolwright_schema::push_segment(&mut p, token);
     p
 }
 
