@@ -7,13 +7,13 @@
 //! that are not plain visible ASCII travel as `=?base64?<UTF-8 in base64>?=`. Any mismatch,
 //! or a missing header, is a -32020 error (HTTP 400).
 
-use base64::Engine;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use std::borrow::Cow;
 use toolwright_jsonrpc::{ErrorObject, code};
+use toolwright_protocol::headers::ParamHeaders;
 use toolwright_protocol::meta;
 use toolwright_protocol::params::CallToolParams;
 use toolwright_protocol::{Method, ProtocolVersion};
@@ -53,17 +53,7 @@ pub(crate) fn header_version(headers: &HeaderMap) -> HeaderVersion<'_> {
 
 /// Decodes a header value, undoing the `=?base64?…?=` form. `None` if malformed.
 pub(crate) fn decode(v: &HeaderValue) -> Option<Cow<'_, str>> {
-    let s = v.to_str().ok()?;
-    match s
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-    {
-        Some(b64) => {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
-            String::from_utf8(bytes).ok().map(Cow::Owned)
-        }
-        None => Some(Cow::Borrowed(s)),
-    }
+    toolwright_protocol::headers::decode_value(v.to_str().ok()?)
 }
 
 /// The parts of `params` the transport looks at, read without building a JSON tree.
@@ -233,49 +223,22 @@ pub(crate) fn check_modern(
 
 /// Visits every property reachable from the root through `properties` only, with the
 /// argument value at that place.
-fn mirrored<'s>(
-    schema: &'s Value,
-    args: Option<&'s Map<String, Value>>,
-    out: &mut Vec<(&'s str, Option<&'s Value>)>,
-) {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (key, sub) in props {
-        let value = args.and_then(|a| a.get(key));
-        if let Some(h) = sub.get("x-mcp-header").and_then(Value::as_str) {
-            out.push((h, value));
-        }
-        mirrored(sub, value.and_then(Value::as_object), out);
-    }
-}
-
-fn same(header: &str, value: &Value) -> bool {
-    match value {
-        Value::String(s) => header == s,
-        Value::Bool(b) => header == if *b { "true" } else { "false" },
-        Value::Number(n) => match (n.as_i64(), header.trim().parse::<i64>()) {
-            (Some(a), Ok(b)) => a == b,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// Checks the `Mcp-Param-<Name>` headers that a tool's `x-mcp-header` annotations ask for
-/// against the call's `arguments`.
+/// The `Mcp-Param-*` headers of a modern `tools/call`: each argument the tool mirrors
+/// (`params`, compiled at registration) must come with its header, matching it, and no
+/// header may come for an argument that is absent.
 pub(crate) fn check_param_headers(
     headers: &HeaderMap,
-    schema: &Value,
-    args: Option<&Map<String, Value>>,
+    params: &ParamHeaders,
+    args: Option<&Value>,
 ) -> Result<(), ErrorObject> {
-    let mut wanted = Vec::new();
-    mirrored(schema, args, &mut wanted);
-    for (name, value) in wanted {
-        let Ok(header) = HeaderName::from_bytes(format!("mcp-param-{name}").as_bytes()) else {
+    let null = Value::Null;
+    let args = args.unwrap_or(&null);
+    for p in params {
+        let name = p.name();
+        let Ok(header) = HeaderName::from_bytes(p.header().as_bytes()) else {
             continue;
         };
-        match (headers.get(&header).map(decode), value) {
+        match (headers.get(&header).map(decode), p.argument(args)) {
             (None, None) => {}
             (None, Some(_)) => return Err(mismatch(format!("missing Mcp-Param-{name} header"))),
             (Some(_), None) => {
@@ -283,7 +246,7 @@ pub(crate) fn check_param_headers(
                     "Mcp-Param-{name} header sent for an argument that is absent"
                 )));
             }
-            (Some(Some(h)), Some(v)) if same(&h, v) => {}
+            (Some(Some(h)), Some(v)) if p.matches(&h, v) => {}
             (Some(_), Some(v)) => {
                 return Err(mismatch(format!(
                     "Mcp-Param-{name} header does not match the argument ({v})"
@@ -429,7 +392,8 @@ mod tests {
             "inner": {"type": "object", "properties": {"tenant": {"type": "string", "x-mcp-header": "Tenant"}}}
         }});
         let check = |args: Value, pairs: &[(&str, &str)], ok: bool| {
-            let r = check_param_headers(&headers(pairs), &schema, args.as_object());
+            let params = ParamHeaders::compile(&schema).unwrap();
+            let r = check_param_headers(&headers(pairs), &params, Some(&args));
             assert_eq!(r.is_ok(), ok, "{args:?} {pairs:?}");
         };
         check(json!({}), &[], true);

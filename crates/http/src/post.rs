@@ -17,7 +17,7 @@ use crate::streams::{primes, stream_response};
 use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
 use toolwright_protocol::{Method, ProtocolVersion};
@@ -149,10 +149,7 @@ fn check_modern(
         Inbound::Call(id, p) => {
             let peek = headers::Peek::of_call(p);
             headers::check_modern(headers, "tools/call", &peek, true)
-                .and_then(|()| {
-                    let args = p.arguments.as_ref().and_then(Value::as_object);
-                    check_tool_headers(shared, headers, &p.name, args)
-                })
+                .and_then(|()| check_tool_headers(shared, headers, &p.name, p.arguments.as_ref()))
                 .map_err(|e| bad(Some(id), e))
         }
         Inbound::Message(Message::Request(r)) => {
@@ -160,7 +157,7 @@ fn check_modern(
             headers::check_modern(headers, &r.method, &p, true)
                 .and_then(|()| match (Method::parse(&r.method), &p.name) {
                     (Method::ToolsCall, Some(name)) => {
-                        let args: Option<Map<String, Value>> =
+                        let args: Option<Value> =
                             p.arguments.and_then(|a| serde_json::from_str(a.get()).ok());
                         check_tool_headers(shared, headers, name, args.as_ref())
                     }
@@ -182,11 +179,13 @@ fn check_tool_headers(
     shared: &Shared,
     headers: &HeaderMap,
     name: &str,
-    args: Option<&Map<String, Value>>,
+    args: Option<&Value>,
 ) -> Result<(), ErrorObject> {
     match shared.server.tools().get(name) {
-        Some(entry) => headers::check_param_headers(headers, &entry.definition.input_schema, args),
-        None => Ok(()),
+        Some(entry) if !entry.param_headers.is_empty() => {
+            headers::check_param_headers(headers, &entry.param_headers, args)
+        }
+        _ => Ok(()),
     }
 }
 

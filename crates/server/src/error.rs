@@ -67,6 +67,16 @@ pub enum RegisterError {
         /// The template.
         template: String,
     },
+    /// An `x-mcp-header` declaration in `inputSchema` breaks the spec's rules (clients
+    /// would drop the tool).
+    #[error("tool {name:?}: {source}")]
+    ParamHeader {
+        /// The tool.
+        name: String,
+        /// What is wrong.
+        #[source]
+        source: Box<toolwright_protocol::ParamHeaderError>,
+    },
     /// A schema does not compile (invalid, unsupported dialect, or a network `$ref`).
     #[error("tool {name:?}: {which} does not compile: {source}")]
     Schema {

@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
+use toolwright_protocol::headers::ParamHeaders;
 use toolwright_protocol::tool::name_problem;
 use toolwright_protocol::{ClientCapabilities, ProtocolVersion, Tool as ToolDefinition};
 use toolwright_schema::Validator;
@@ -30,6 +31,9 @@ pub struct Entry {
     pub output: Option<Validator>,
     /// Capabilities the tool needs from the client.
     pub required_capabilities: Option<ClientCapabilities>,
+    /// The `x-mcp-header` arguments of `inputSchema` (mirrored in modern HTTP headers),
+    /// compiled once.
+    pub param_headers: ParamHeaders,
 }
 
 impl Entry {
@@ -74,12 +78,19 @@ impl Entry {
             None => None,
         };
         let required_capabilities = handler.required_client_capabilities();
+        let param_headers = ParamHeaders::compile(&definition.input_schema).map_err(|source| {
+            RegisterError::ParamHeader {
+                name: name.clone(),
+                source: Box::new(source),
+            }
+        })?;
         Ok(Entry {
             definition,
             handler,
             input,
             output,
             required_capabilities,
+            param_headers,
         })
     }
 }
