@@ -18,7 +18,7 @@ const FLUSH_EVERY: u64 = 256;
 pub(crate) const PROGRESS_EVERY: u64 = 4096;
 
 /// Which kinds of entries may match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Kind {
     /// Files and directories alike.
