@@ -206,6 +206,20 @@ impl Sink<'_> {
     }
 }
 
+/// The findings that `check` records for one tool (the first, named `t`), every rule on.
+#[cfg(test)]
+pub(crate) fn findings_of(check: impl FnOnce(&mut Sink<'_>)) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut sink = Sink {
+        index: 0,
+        tool: "t",
+        disabled: &[],
+        out: &mut out,
+    };
+    check(&mut sink);
+    out
+}
+
 /// `base` with one JSON Pointer token appended, escaped.
 pub(crate) fn push_pointer(base: &str, token: &str) -> String {
     let mut p = String::with_capacity(base.len() + token.len() + 1);
