@@ -95,93 +95,84 @@ pub(crate) async fn exchange(
     rpc_method: &str,
     timeout: Duration,
 ) -> Result<Reply, ClientError> {
-    let run = exchange_inner(endpoint, method, body, id, headers, rpc_method);
+    let run = async {
+        let io_err = |context: &str, e: &dyn std::fmt::Display| ClientError::Io {
+            context: format!("{context} {}", endpoint.authority),
+            source: std::io::Error::other(e.to_string()),
+        };
+        let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
+            .await
+            .map_err(|source| ClientError::Io {
+                context: format!("connecting to {}", endpoint.authority),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| io_err("HTTP handshake with", &e))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let payload = body.map_or_else(Vec::new, <[u8]>::to_vec);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(endpoint.path.as_str())
+            .header(HOST, endpoint.authority.as_str())
+            .header(ACCEPT, "application/json, text/event-stream");
+        if body.is_some() {
+            request = request.header(CONTENT_TYPE, "application/json");
+        }
+        for (k, v) in headers {
+            request = request.header(k.as_str(), v.as_str());
+        }
+        let request = request
+            .body(Full::new(Bytes::from(payload)))
+            .map_err(|e| io_err("building a request to", &e))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| io_err("sending a request to", &e))?;
+        let status = response.status().as_u16();
+        let session_id = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let is_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        let incoming = response.into_body();
+        let (answer, text) = if is_sse {
+            (
+                read_sse(incoming, id, endpoint, headers).await?,
+                String::new(),
+            )
+        } else {
+            let bytes = read_body(incoming, rpc_method, endpoint).await?;
+            let mut messages = envelope::messages(&bytes).into_iter();
+            let answer = match (messages.next(), messages.next()) {
+                (Some(Message::Response(r)), None) => Some(Answer::Response(r)),
+                (Some(Message::ErrorWithoutId(e)), None) => Some(Answer::Error(e)),
+                _ => None,
+            };
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
+            (answer, text)
+        };
+        Ok(Reply {
+            status,
+            session_id,
+            answer,
+            text,
+        })
+    };
     tokio::time::timeout(timeout, run)
         .await
         .map_err(|_| ClientError::Timeout {
             method: rpc_method.to_owned(),
             after: timeout,
         })?
-}
-
-async fn exchange_inner(
-    endpoint: &Endpoint,
-    method: Method,
-    body: Option<&[u8]>,
-    id: Option<&RequestId>,
-    headers: &[(String, String)],
-    rpc_method: &str,
-) -> Result<Reply, ClientError> {
-    let io_err = |context: &str, e: &dyn std::fmt::Display| ClientError::Io {
-        context: format!("{context} {}", endpoint.authority),
-        source: std::io::Error::other(e.to_string()),
-    };
-    let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
-        .await
-        .map_err(|source| ClientError::Io {
-            context: format!("connecting to {}", endpoint.authority),
-            source,
-        })?;
-    let _ = stream.set_nodelay(true);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| io_err("HTTP handshake with", &e))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let payload = body.map_or_else(Vec::new, <[u8]>::to_vec);
-    let mut request = Request::builder()
-        .method(method)
-        .uri(endpoint.path.as_str())
-        .header(HOST, endpoint.authority.as_str())
-        .header(ACCEPT, "application/json, text/event-stream");
-    if body.is_some() {
-        request = request.header(CONTENT_TYPE, "application/json");
-    }
-    for (k, v) in headers {
-        request = request.header(k.as_str(), v.as_str());
-    }
-    let request = request
-        .body(Full::new(Bytes::from(payload)))
-        .map_err(|e| io_err("building a request to", &e))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| io_err("sending a request to", &e))?;
-    let status = response.status().as_u16();
-    let session_id = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let is_sse = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
-    let incoming = response.into_body();
-    let (answer, text) = if is_sse {
-        (
-            read_sse(incoming, id, endpoint, headers).await?,
-            String::new(),
-        )
-    } else {
-        let bytes = read_body(incoming, rpc_method, endpoint).await?;
-        let mut messages = envelope::messages(&bytes).into_iter();
-        let answer = match (messages.next(), messages.next()) {
-            (Some(Message::Response(r)), None) => Some(Answer::Response(r)),
-            (Some(Message::ErrorWithoutId(e)), None) => Some(Answer::Error(e)),
-            _ => None,
-        };
-        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
-        (answer, text)
-    };
-    Ok(Reply {
-        status,
-        session_id,
-        answer,
-        text,
-    })
 }
 
 async fn read_body(

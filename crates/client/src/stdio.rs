@@ -2,9 +2,10 @@
 
 use std::collections::VecDeque;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
@@ -83,7 +84,7 @@ impl StdioTransport {
                 if n == 0 {
                     break;
                 }
-                let mut k = keep.lock().unwrap_or_else(|e| e.into_inner());
+                let mut k = keep.lock();
                 k.extend(&buf[..n]);
                 while k.len() > STDERR_KEEP {
                     k.pop_front();
@@ -101,7 +102,7 @@ impl StdioTransport {
 
     /// What the server wrote to stderr lately.
     pub(crate) fn stderr_tail(&self) -> String {
-        let k = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let k = self.stderr.lock();
         let bytes: Vec<u8> = k.iter().copied().collect();
         String::from_utf8_lossy(&bytes).into_owned()
     }

@@ -48,18 +48,11 @@ pub(crate) fn check(input_schema: &Value, sink: &mut Sink<'_>) {
 mod tests {
     use super::*;
     use crate::Finding;
+    use crate::finding::findings_of;
     use serde_json::json;
 
     fn findings(schema: Value) -> Vec<Finding> {
-        let mut out: Vec<Finding> = Vec::new();
-        let mut sink = Sink {
-            index: 0,
-            tool: "t",
-            disabled: &[],
-            out: &mut out,
-        };
-        check(&schema, &mut sink);
-        out
+        findings_of(|sink| check(&schema, sink))
     }
 
     fn messages(schema: Value) -> Vec<String> {

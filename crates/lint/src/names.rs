@@ -107,18 +107,13 @@ fn vague(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Finding;
+    use crate::finding::findings_of;
 
     fn rules(name: &str) -> Vec<&'static str> {
-        let mut out: Vec<Finding> = Vec::new();
-        let mut sink = Sink {
-            index: 0,
-            tool: name,
-            disabled: &[],
-            out: &mut out,
-        };
-        check(name, &mut sink);
-        out.iter().map(|f| f.rule.id()).collect()
+        findings_of(|sink| check(name, sink))
+            .iter()
+            .map(|f| f.rule.id())
+            .collect()
     }
 
     #[test]
