@@ -261,11 +261,6 @@ pub fn check_name(name: &str) -> Result<(), ToolNameError> {
     }
 }
 
-/// [`check_name`]'s error as a sentence, or `None` when the name is fine.
-pub fn name_problem(name: &str) -> Option<String> {
-    check_name(name).err().map(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,7 +337,8 @@ mod tests {
                 let want: &[&str] = &$errors;
                 assert_eq!(errors, want, "{name:?}");
                 assert_eq!(check_name(&name).is_ok(), want.is_empty());
-                assert_eq!(name_problem(&name).as_deref(), want.first().copied());
+                let first = check_name(&name).err().map(|e| e.to_string());
+                assert_eq!(first.as_deref(), want.first().copied());
             }
         )*};
     }

@@ -45,7 +45,7 @@ pub enum RegisterError {
         /// The name.
         name: String,
         /// What is wrong with it.
-        reason: String,
+        reason: toolwright_protocol::ToolNameError,
     },
     /// `inputSchema` does not have `type: "object"` at its root.
     #[error("tool {name:?}: inputSchema must have \"type\": \"object\" at its root, found {found}")]

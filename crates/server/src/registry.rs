@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use toolwright_protocol::headers::ParamHeaders;
-use toolwright_protocol::tool::name_problem;
+use toolwright_protocol::tool::check_name;
 use toolwright_protocol::{ClientCapabilities, ProtocolVersion, Tool as ToolDefinition};
 use toolwright_schema::Validator;
 
@@ -41,7 +41,7 @@ impl Entry {
     pub fn compile(handler: Arc<dyn Tool>) -> Result<Entry, RegisterError> {
         let definition = handler.definition();
         let name = definition.name.clone();
-        if let Some(reason) = name_problem(&name) {
+        if let Err(reason) = check_name(&name) {
             return Err(RegisterError::InvalidName { name, reason });
         }
         match definition.input_schema.get("type") {
