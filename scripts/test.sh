@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs what the tests need from the
-# project's own pinned files (Debian packages, npm lock files, pip requirements), then runs
-# every test of the workspace and a smoke run of the benchmark harness.
+# The whole test suite, from a fresh machine: first the static checks (rustfmt, clippy,
+# rustdoc and cargo-deny, scripts/static-checks.sh: they fail in minutes), then it installs
+# what the tests need from the project's own pinned files (Debian packages, npm lock files,
+# pip requirements) and runs every test of the workspace and a smoke run of the benchmark
+# harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 log() { printf '\n== %s\n' "$*"; }
+
+./scripts/static-checks.sh
 
 # Debian packages: Chromium for take_screenshot, fd-find for the search_files benchmark peer.
 need_apt=()

@@ -150,7 +150,7 @@ pub struct HttpArgs {
     /// Seconds after which an idle legacy session ends.
     #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "addr")]
     pub session_idle_timeout: u64,
-    /// An Origin allowed besides localhost/127.0.0.1/[::1] (repeatable; `*` for any).
+    /// An Origin allowed besides `localhost`, `127.0.0.1` and `[::1]` (repeatable; `*` for any).
     #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "addr")]
     pub allowed_origins: Vec<String>,
     /// A Host allowed besides the loopback names, as NAME or NAME:PORT (repeatable; `*` for

@@ -1,10 +1,10 @@
 //! `search_files`: the seed lesson's file search (`directory`, `pattern`, `recursive`,
 //! `max_results`), sandboxed to the server's roots, deterministic, and walked in parallel.
 //!
-//! - [`pattern`]: how a glob is read (name or path, depth, pruning).
-//! - [`sandbox`]: roots (the server's, narrowed by a legacy client's) and resolving
+//! - `pattern`: how a glob is read (name or path, depth, pruning).
+//! - `sandbox`: roots (the server's, narrowed by a legacy client's) and resolving
 //!   `directory` without revealing anything outside them.
-//! - [`walk`]: the parallel walk over `ignore`'s `WalkParallel`, with a bounded heap of
+//! - `walk`: the parallel walk over `ignore`'s `WalkParallel`, with a bounded heap of
 //!   matches per worker.
 //!
 //! The walk runs on tokio's blocking pool; the async side only waits for it, and raises a
