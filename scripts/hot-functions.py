@@ -222,7 +222,7 @@ def profile(binary):
                                   stdin=modern_session(1000))),
             ("serving", callgrind(binary, ["serve", "--http", "127.0.0.1:0"], tmp, f"http{n}",
                                   during=http_workload)),
-            ("rest", callgrind(binary, ["serve", "--bench-extra-tools", "1000"], tmp, f"list{n}",
+            ("rest", callgrind(binary, ["serve", "--fixtures", "bulk:1000"], tmp, f"list{n}",
                                stdin=legacy_session(5))),
         ]
     seen = []

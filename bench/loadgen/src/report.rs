@@ -553,7 +553,7 @@ const METHOD: &str = "\
 when the window is full), a reader thread checks every answer; calls ÷ (first request → last response).
 - **Server CPU per call**: utime + stime of the server process (`/proc/<pid>/stat`, all threads) over the \
 pipelined burst ÷ calls.
-- **tools/list**: a server started with 1,000 extra tools (`--bench-extra-tools 1000` for toolwright, \
+- **tools/list**: a server started with 1,000 extra tools (`--fixtures bulk:1000` for toolwright, \
 `BENCH_EXTRA_TOOLS=1000` for the peers) is asked `tools/list`, following `nextCursor` to the last page; \
 median over repeated listings (the first listing is excluded).
 - **HTTP**: 64 clients, each with its own keep-alive HTTP/1.1 connection (TCP_NODELAY) and, in the legacy \

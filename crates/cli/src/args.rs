@@ -57,13 +57,13 @@ pub struct ServerArgs {
     /// results (the behaviour protocol versions up to 2025-06-18 described).
     #[arg(long)]
     pub input_errors_as_protocol_errors: bool,
-    /// Also register a fixture set: `conformance` (the tools, resources and prompts of the
-    /// official MCP conformance suite) or `testing` (tools for protocol tests).
-    #[arg(long, value_name = "SET")]
-    pub fixtures: Option<String>,
-    /// Register N synthetic tools (for benchmarks of tools/list).
-    #[arg(long, value_name = "N", default_value_t = 0, hide = true)]
-    pub bench_extra_tools: usize,
+    /// Also register fixture sets, for tests and benchmarks (repeatable, or comma-separated):
+    /// `testing` (tools for protocol tests), `conformance` (the tools, resources and prompts
+    /// of the official MCP conformance suite), `probe` (transport probes: progress,
+    /// cancellation, roots, tool-list changes), `bulk:N` (N generated tools, for benchmarks
+    /// of tools/list).
+    #[arg(long, value_name = "SET", value_delimiter = ',')]
+    pub fixtures: Vec<toolwright_fixtures::Set>,
     /// Settings of the take_screenshot tool.
     #[command(flatten)]
     pub screenshot: ScreenshotArgs,
@@ -181,9 +181,6 @@ pub struct HttpArgs {
     /// 60k calls/s on a 2-core machine; add threads when one core is not enough.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "addr")]
     pub http_threads: usize,
-    /// Register the transport probe tools (progress, sleep, roots, tool-list changes).
-    #[arg(long, hide = true)]
-    pub probe_tools: bool,
 }
 
 /// `toolwright tools`.

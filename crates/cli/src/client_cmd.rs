@@ -236,11 +236,7 @@ pub fn list(a: ListArgs) -> Result<ExitCode> {
     for (i, tool) in tools.iter().enumerate() {
         let (hints, call, desc) = match tool {
             Some(t) => {
-                let shown = if trusted {
-                    t.hints()
-                } else {
-                    effective_hints(t, false)
-                };
+                let shown = effective_hints(t, trusted);
                 let call = if needs_consent(t, trusted) {
                     "--yes"
                 } else {

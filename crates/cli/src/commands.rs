@@ -6,10 +6,9 @@ use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
-use toolwright_protocol::{
-    CallToolResult, Implementation, ProtocolVersion, Tool as ToolDefinition,
-};
-use toolwright_server::{Config, FnTool, InputErrorMode, Server};
+use toolwright_fixtures::Set;
+use toolwright_protocol::{Implementation, ProtocolVersion, Tool as ToolDefinition};
+use toolwright_server::{Config, InputErrorMode, Server};
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -66,51 +65,39 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
     let options = toolwright_tools::Options {
         screenshot: a.screenshot.settings()?,
     };
-    let extra = a.bench_extra_tools;
+    // Generated tools (for the tools/list benchmark) come after the built-in ones and, like
+    // them, compile their schemas when warming up; other fixture sets may add resources and
+    // prompts, which the capabilities announce at initialize, so they are registered before
+    // serving.
+    let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&a.fixtures)?
+        .iter()
+        .copied()
+        .partition(|s| matches!(s, Set::Bulk(_)));
     // Built-in tools compile their schemas once the first answers are out (on a thread of
     // their own), or when tools/list or tools/call first needs them.
     let server = Server::new_warming(info, config, move |server| {
         let registered = toolwright_tools::register_all(server, &options)
-            .and_then(|()| (0..extra).try_for_each(|i| server.register(synthetic_tool(i))));
+            .and_then(|()| bulk.iter().try_for_each(|set| set.register(server)));
         if let Err(e) = registered {
             eprintln!("toolwright: registering the built-in tools failed: {e}");
             std::process::exit(2);
         }
     });
-    // Fixture sets may add resources and prompts, which the capabilities announce at
-    // initialize, so they are registered before serving.
-    if let Some(set) = &a.fixtures
-        && !toolwright_tools::fixtures::register(&server, set)?
-    {
-        bail!("unknown fixture set {set:?}");
+    for set in eager {
+        set.register(&server)
+            .with_context(|| format!("--fixtures {set}"))?;
     }
     Ok(server)
 }
 
-/// A data-defined tool for the tools/list benchmark, shaped exactly like the peers' extra
-/// tools (bench/peers: the `add` arguments schema that schemars derives), so every server
-/// lists the same bytes.
-fn synthetic_tool(i: usize) -> FnTool {
-    let def = json!({
-        "name": format!("bench_tool_{i:04}"),
-        "description": format!("Synthetic benchmark tool number {i}: adds two numbers."),
-        "inputSchema": {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "description": "Arguments of `add`.",
-            "properties": {
-                "a": {"description": "Left operand.", "format": "double", "type": "number"},
-                "b": {"description": "Right operand.", "format": "double", "type": "number"}
-            },
-            "required": ["a", "b"],
-            "title": "AddArgs",
-            "type": "object"
+/// The fixture sets asked for, refused when one is named twice.
+fn once_each(sets: &[Set]) -> Result<&[Set]> {
+    for (i, set) in sets.iter().enumerate() {
+        if sets[..i].iter().any(|s| s.name() == set.name()) {
+            bail!("--fixtures {}: given twice", set.name());
         }
-    });
-    FnTool::from_json(def, |args, _ctx| async move {
-        let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
-        Ok(CallToolResult::structured(json!({"result": sum})))
-    })
-    .expect("the synthetic definition is valid")
+    }
+    Ok(sets)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -128,9 +115,6 @@ fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
 fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
     let server = build_server(&a.server)?;
-    if a.http.probe_tools {
-        toolwright_http::probe::register(&server)?;
-    }
     if let Some(addr) = &a.http.addr {
         server.warm_up();
         let config = http_config(&a.http, addr)?;

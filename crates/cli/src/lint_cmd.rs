@@ -30,10 +30,10 @@ pub struct LintArgs {
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
     /// Exit 1 when a finding is at or above this severity (info, warning, error).
-    #[arg(long, value_name = "LEVEL", default_value = "error", value_parser = parse_severity)]
+    #[arg(long, value_name = "LEVEL", default_value = "error", value_parser = str::parse::<Severity>)]
     pub deny: Severity,
     /// A rule not to report (repeatable), e.g. --ignore description-no-return.
-    #[arg(long = "ignore", value_name = "RULE", value_parser = parse_rule)]
+    #[arg(long = "ignore", value_name = "RULE", value_parser = str::parse::<Rule>)]
     pub ignore: Vec<Rule>,
     /// Print every rule with its severity and exit.
     #[arg(long, exclusive = true)]
@@ -47,15 +47,6 @@ pub enum Format {
     Human,
     /// One JSON document.
     Json,
-}
-
-fn parse_severity(s: &str) -> Result<Severity, String> {
-    s.parse()
-        .map_err(|e: toolwright_lint::LintError| e.to_string())
-}
-
-fn parse_rule(s: &str) -> Result<Rule, String> {
-    Rule::from_id(s).ok_or_else(|| format!("unknown rule {s:?}; see toolwright lint --rules"))
 }
 
 /// One linted source and its report.

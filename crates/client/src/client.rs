@@ -5,15 +5,16 @@ use std::time::Duration;
 
 use http::Method;
 use serde_json::{Value, json};
-use toolwright_jsonrpc::code;
+use toolwright_jsonrpc::{ErrorObject, RequestId, Response, code};
+use toolwright_protocol::headers::encode_value;
 use toolwright_protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, SERVER_INFO};
 use toolwright_protocol::{
     CallToolResult, Implementation, ProtocolVersion, ServerCapabilities, Tool,
 };
 
 use crate::ClientError;
-use crate::headers::{encode_value, header_params, param_headers};
-use crate::http::{Endpoint, Reply, exchange};
+use crate::envelope;
+use crate::http::{Answer, Endpoint, Reply, exchange};
 use crate::stdio::StdioTransport;
 
 /// The most pages of `tools/list` followed before giving up on a server.
@@ -399,12 +400,18 @@ impl Client {
             && matches!(self.transport, Transport::Http { .. })
             && let Some(def) = definition
         {
-            let invalid = |reason: String| ClientError::InvalidHeaderParam {
-                tool: name.to_owned(),
-                reason,
-            };
-            let params = header_params(&def.input_schema).map_err(invalid)?;
-            extra = param_headers(&params, &arguments).map_err(invalid)?;
+            let params = def
+                .param_headers()
+                .map_err(|source| ClientError::InvalidHeaderParam {
+                    tool: name.to_owned(),
+                    source: Box::new(source),
+                })?;
+            extra = params
+                .headers(&arguments)
+                .map_err(|source| ClientError::HeaderArgument {
+                    tool: name.to_owned(),
+                    source: Box::new(source),
+                })?;
         }
         let params = json!({"name": name, "arguments": arguments});
         let timeout = self.options.request_timeout;
@@ -438,6 +445,7 @@ impl Client {
                     &endpoint,
                     Method::DELETE,
                     None,
+                    None,
                     &headers,
                     "DELETE",
                     Duration::from_secs(2),
@@ -458,9 +466,9 @@ impl Client {
 
     /// Sends a notification.
     async fn notify(&mut self, method: &str, params: Value) -> Result<(), ClientError> {
-        let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let line = envelope::notification(method, &params);
         match &mut self.transport {
-            Transport::Stdio(s) => s.send(&message, method).await,
+            Transport::Stdio(s) => s.send(&line, method).await,
             Transport::Http { .. } => {
                 let headers = self.http_headers(method, None, &[]);
                 let Transport::Http { endpoint, .. } = &self.transport else {
@@ -469,7 +477,8 @@ impl Client {
                 let reply = exchange(
                     endpoint,
                     Method::POST,
-                    Some(&message),
+                    Some(&line),
+                    None,
                     &headers,
                     method,
                     self.options.request_timeout,
@@ -500,12 +509,12 @@ impl Client {
             }
         }
         self.next_id += 1;
-        let id = self.next_id;
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let response = match &mut self.transport {
-            Transport::Stdio(s) => s.request(&message, method, timeout).await?,
+        let id = RequestId::from(self.next_id);
+        let line = envelope::request(&id, method, &params);
+        let outcome = match &mut self.transport {
+            Transport::Stdio(s) => s.request(&id, &line, method, timeout).await?.outcome,
             Transport::Http { .. } => {
-                let mut reply = self.post(&message, method, name, extra, timeout).await?;
+                let mut reply = self.post(&line, &id, method, name, extra, timeout).await?;
                 if reply.status == 404
                     && self.era == Era::Legacy
                     && method != "initialize"
@@ -519,18 +528,21 @@ impl Client {
                 {
                     // The session expired: open a new one and try once more.
                     Box::pin(self.initialize()).await?;
-                    reply = self.post(&message, method, name, extra, timeout).await?;
+                    reply = self.post(&line, &id, method, name, extra, timeout).await?;
                 }
-                match reply.message {
-                    Some(m) if m.get("result").is_some() || m.get("error").is_some() => m,
-                    _ => return Err(http_error(method, &reply)),
+                match reply.answer {
+                    Some(Answer::Response(r)) => r.outcome,
+                    Some(Answer::Error(e)) => Err(e),
+                    None => return Err(http_error(method, &reply)),
                 }
             }
         };
-        if let Some(err) = response.get("error") {
-            return Err(rpc_error(method, err));
-        }
-        let result = response.get("result").cloned().unwrap_or(Value::Null);
+        let raw = outcome.map_err(|e| rpc_error(method, e))?;
+        let result: Value =
+            serde_json::from_str(raw.get()).map_err(|e| ClientError::Malformed {
+                what: format!("{method} result"),
+                detail: e.to_string(),
+            })?;
         if !result.is_object() {
             return Err(ClientError::Malformed {
                 what: format!("{method} result"),
@@ -559,7 +571,8 @@ impl Client {
     /// POSTs a request with the headers of the era; remembers a new session id.
     async fn post(
         &mut self,
-        message: &Value,
+        line: &[u8],
+        id: &RequestId,
         method: &str,
         name: Option<&str>,
         extra: &[(String, String)],
@@ -576,7 +589,8 @@ impl Client {
         let reply = exchange(
             endpoint,
             Method::POST,
-            Some(message),
+            Some(line),
+            Some(id),
             &headers,
             method,
             timeout,
@@ -605,7 +619,7 @@ impl Client {
                 ));
                 headers.push(("Mcp-Method".to_owned(), method.to_owned()));
                 if let Some(n) = name {
-                    headers.push(("Mcp-Name".to_owned(), encode_value(n)));
+                    headers.push(("Mcp-Name".to_owned(), encode_value(n).into_owned()));
                 }
             }
             Era::Legacy => {
@@ -640,33 +654,30 @@ fn open(target: &Target) -> Result<Transport, ClientError> {
 }
 
 /// The error a JSON-RPC `error` object reports for `method`.
-fn rpc_error(method: &str, err: &Value) -> ClientError {
+fn rpc_error(method: &str, err: ErrorObject) -> ClientError {
     ClientError::Rpc {
         method: method.to_owned(),
-        code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-        message: err
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        data: err.get("data").cloned().map(Box::new),
+        code: err.code,
+        message: err.message,
+        data: err.data.map(Box::new),
     }
 }
 
-/// An HTTP answer without a JSON-RPC response: a JSON-RPC error body if there is one
-/// (e.g. 400 with an id-less error), else the status and the start of the body.
+/// An HTTP answer without a JSON-RPC response: its JSON-RPC error if there is one (e.g. a
+/// 400 with an id-less error), else the status and the start of the body.
 fn http_error(method: &str, reply: &Reply) -> ClientError {
-    if let Some(err) = reply.message.as_ref().and_then(|m| m.get("error")) {
-        return rpc_error(method, err);
-    }
-    let body = match &reply.message {
-        Some(m) => m.to_string(),
-        None => reply.text.clone(),
-    };
-    ClientError::Http {
-        method: method.to_owned(),
-        status: reply.status,
-        body,
+    match &reply.answer {
+        Some(
+            Answer::Error(e)
+            | Answer::Response(Response {
+                outcome: Err(e), ..
+            }),
+        ) => rpc_error(method, e.clone()),
+        _ => ClientError::Http {
+            method: method.to_owned(),
+            status: reply.status,
+            body: reply.text.clone(),
+        },
     }
 }
 

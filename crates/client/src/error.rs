@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use toolwright_protocol::ParamHeaderError;
 
 /// Why talking to a server failed.
 #[derive(Debug, thiserror::Error)]
@@ -99,20 +100,87 @@ pub enum ClientError {
         method: String,
     },
     /// A tool declares `x-mcp-header` parameters that clients must reject.
-    #[error("tool {tool:?} declares an invalid x-mcp-header ({reason}); clients must not call it")]
+    #[error("tool {tool:?} declares an invalid x-mcp-header ({source}); clients must not call it")]
     InvalidHeaderParam {
         /// The tool.
         tool: String,
         /// What is wrong.
-        reason: String,
+        source: Box<ParamHeaderError>,
+    },
+    /// An argument that a tool mirrors in an `Mcp-Param-*` header cannot travel in one.
+    #[error("cannot call tool {tool:?} over HTTP: {source}")]
+    HeaderArgument {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        source: Box<ParamHeaderError>,
     },
     /// The trust configuration could not be read.
-    #[error("trust configuration {path}: {reason}")]
+    #[error("trust configuration {path}: {source}")]
     TrustConfig {
         /// The file.
         path: String,
         /// What is wrong.
-        reason: String,
+        source: TrustConfigError,
+    },
+}
+
+/// Why a trust configuration could not be used: what [`TrustConfig::parse`] and
+/// [`TrustConfig::load`] report (the latter inside [`ClientError::TrustConfig`], with the
+/// file's path).
+///
+/// [`TrustConfig::parse`]: crate::TrustConfig::parse
+/// [`TrustConfig::load`]: crate::TrustConfig::load
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustConfigError {
+    /// The file could not be read.
+    #[error("{source}")]
+    Read {
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not JSON.
+    #[error("not JSON: {source}")]
+    NotJson {
+        /// The parser's complaint.
+        source: serde_json::Error,
+    },
+    /// The document has no `trusted` array.
+    #[error("expected {{\"trusted\": [...]}}")]
+    NoTrustedList {
+        /// The document.
+        found: Value,
+    },
+    /// An entry has neither `command` nor `url`.
+    #[error("trusted[{index}] needs a \"command\" or a \"url\"")]
+    NoTarget {
+        /// Its position in `trusted`.
+        index: usize,
+        /// The entry.
+        entry: Value,
+    },
+    /// A `command` that is neither a string nor an array.
+    #[error("trusted[{index}].command must be a string or an array")]
+    CommandType {
+        /// Its position in `trusted`.
+        index: usize,
+        /// The `command` value.
+        command: Value,
+    },
+    /// A `command` array with an item that is not a string.
+    #[error("trusted[{index}].command: every item must be a string")]
+    CommandItem {
+        /// Its position in `trusted`.
+        index: usize,
+        /// The item.
+        item: Value,
+    },
+    /// An empty `command`.
+    #[error("trusted[{index}].command is empty")]
+    EmptyCommand {
+        /// Its position in `trusted`.
+        index: usize,
     },
 }
 

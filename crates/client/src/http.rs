@@ -9,10 +9,11 @@ use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
 use tokio::net::TcpStream;
+use toolwright_jsonrpc::{ErrorObject, Message, RequestId, Response};
 
 use crate::ClientError;
+use crate::envelope;
 use crate::sse::SseParser;
 
 /// Largest response body read.
@@ -60,6 +61,15 @@ impl Endpoint {
     }
 }
 
+/// The JSON-RPC answer an HTTP exchange brought back.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// A response (from a JSON body, or the one with the request's id on an SSE stream).
+    Response(Response),
+    /// An error without an id, sent instead of a response (e.g. with a 400).
+    Error(ErrorObject),
+}
+
 /// What came back for one POST.
 #[derive(Debug)]
 pub(crate) struct Reply {
@@ -67,112 +77,102 @@ pub(crate) struct Reply {
     pub status: u16,
     /// `Mcp-Session-Id`, when the server set one.
     pub session_id: Option<String>,
-    /// The JSON-RPC response to the request (from a JSON body or the SSE stream), or any
-    /// JSON body the server sent with an error status.
-    pub message: Option<Value>,
-    /// The start of a body that held no JSON-RPC message.
+    /// The JSON-RPC answer, if the body held one.
+    pub answer: Option<Answer>,
+    /// The start of the body (empty for an SSE stream).
     pub text: String,
 }
 
 /// Sends one HTTP request and reads the answer. For a request (`id` set), an SSE answer is
 /// read until the response with that id arrives; requests the server makes on the stream
-/// are answered -32601 with `reply_headers`.
+/// are answered -32601 with the session headers among `headers`.
 pub(crate) async fn exchange(
     endpoint: &Endpoint,
     method: Method,
-    body: Option<&Value>,
+    body: Option<&[u8]>,
+    id: Option<&RequestId>,
     headers: &[(String, String)],
     rpc_method: &str,
     timeout: Duration,
 ) -> Result<Reply, ClientError> {
-    let run = exchange_inner(endpoint, method, body, headers, rpc_method);
+    let run = async {
+        let io_err = |context: &str, e: &dyn std::fmt::Display| ClientError::Io {
+            context: format!("{context} {}", endpoint.authority),
+            source: std::io::Error::other(e.to_string()),
+        };
+        let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
+            .await
+            .map_err(|source| ClientError::Io {
+                context: format!("connecting to {}", endpoint.authority),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| io_err("HTTP handshake with", &e))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let payload = body.map_or_else(Vec::new, <[u8]>::to_vec);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(endpoint.path.as_str())
+            .header(HOST, endpoint.authority.as_str())
+            .header(ACCEPT, "application/json, text/event-stream");
+        if body.is_some() {
+            request = request.header(CONTENT_TYPE, "application/json");
+        }
+        for (k, v) in headers {
+            request = request.header(k.as_str(), v.as_str());
+        }
+        let request = request
+            .body(Full::new(Bytes::from(payload)))
+            .map_err(|e| io_err("building a request to", &e))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| io_err("sending a request to", &e))?;
+        let status = response.status().as_u16();
+        let session_id = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let is_sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        let incoming = response.into_body();
+        let (answer, text) = if is_sse {
+            (
+                read_sse(incoming, id, endpoint, headers).await?,
+                String::new(),
+            )
+        } else {
+            let bytes = read_body(incoming, rpc_method, endpoint).await?;
+            let mut messages = envelope::messages(&bytes).into_iter();
+            let answer = match (messages.next(), messages.next()) {
+                (Some(Message::Response(r)), None) => Some(Answer::Response(r)),
+                (Some(Message::ErrorWithoutId(e)), None) => Some(Answer::Error(e)),
+                _ => None,
+            };
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
+            (answer, text)
+        };
+        Ok(Reply {
+            status,
+            session_id,
+            answer,
+            text,
+        })
+    };
     tokio::time::timeout(timeout, run)
         .await
         .map_err(|_| ClientError::Timeout {
             method: rpc_method.to_owned(),
             after: timeout,
         })?
-}
-
-async fn exchange_inner(
-    endpoint: &Endpoint,
-    method: Method,
-    body: Option<&Value>,
-    headers: &[(String, String)],
-    rpc_method: &str,
-) -> Result<Reply, ClientError> {
-    let io_err = |context: &str, e: &dyn std::fmt::Display| ClientError::Io {
-        context: format!("{context} {}", endpoint.authority),
-        source: std::io::Error::other(e.to_string()),
-    };
-    let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
-        .await
-        .map_err(|source| ClientError::Io {
-            context: format!("connecting to {}", endpoint.authority),
-            source,
-        })?;
-    let _ = stream.set_nodelay(true);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| io_err("HTTP handshake with", &e))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let payload = body.map_or_else(Vec::new, |b| {
-        serde_json::to_vec(b).expect("a Value serializes")
-    });
-    let mut request = Request::builder()
-        .method(method)
-        .uri(endpoint.path.as_str())
-        .header(HOST, endpoint.authority.as_str())
-        .header(ACCEPT, "application/json, text/event-stream");
-    if body.is_some() {
-        request = request.header(CONTENT_TYPE, "application/json");
-    }
-    for (k, v) in headers {
-        request = request.header(k.as_str(), v.as_str());
-    }
-    let request = request
-        .body(Full::new(Bytes::from(payload)))
-        .map_err(|e| io_err("building a request to", &e))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| io_err("sending a request to", &e))?;
-    let status = response.status().as_u16();
-    let session_id = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let is_sse = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
-    let wanted = body.and_then(|b| b.get("id")).cloned();
-    let incoming = response.into_body();
-    let (message, text) = if is_sse {
-        match read_sse(incoming, wanted.as_ref(), endpoint, headers).await? {
-            Some(m) => (Some(m), String::new()),
-            None => (None, String::new()),
-        }
-    } else {
-        let bytes = read_body(incoming, rpc_method, endpoint).await?;
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) if v.is_object() || v.is_array() => (Some(v), String::new()),
-            _ => (
-                None,
-                String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned(),
-            ),
-        }
-    };
-    Ok(Reply {
-        status,
-        session_id,
-        message,
-        text,
-    })
 }
 
 async fn read_body(
@@ -206,10 +206,10 @@ async fn read_body(
 /// sent, until the stream ends). Server requests on the stream get -32601 in a new POST.
 async fn read_sse(
     mut body: Incoming,
-    wanted: Option<&Value>,
+    wanted: Option<&RequestId>,
     endpoint: &Endpoint,
     headers: &[(String, String)],
-) -> Result<Option<Value>, ClientError> {
+) -> Result<Option<Answer>, ClientError> {
     let mut parser = SseParser::default();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
@@ -227,39 +227,41 @@ async fn read_sse(
             if !(event.event.is_empty() || event.event == "message") {
                 continue;
             }
-            let Ok(msg) = serde_json::from_str::<Value>(&event.data) else {
-                continue;
-            };
-            let is_response = msg.get("method").is_none();
-            if is_response && wanted.is_some() && msg.get("id") == wanted {
-                return Ok(Some(msg));
-            }
-            if let (Some(id), false) = (msg.get("id"), is_response) {
-                let reply = json!({
-                    "jsonrpc": "2.0", "id": id,
-                    "error": {"code": toolwright_jsonrpc::code::METHOD_NOT_FOUND, "message": "toolwright's client offers no client features"}
-                });
-                let endpoint = endpoint.clone();
-                let headers: Vec<(String, String)> = headers
-                    .iter()
-                    .filter(|(k, _)| {
-                        let k = k.to_ascii_lowercase();
-                        k == "mcp-session-id" || k == "mcp-protocol-version"
-                    })
-                    .cloned()
-                    .collect();
-                tokio::spawn(async move {
-                    let send = post_and_forget(&endpoint, &reply, &headers);
-                    let _ = tokio::time::timeout(Duration::from_secs(10), send).await;
-                });
+            for msg in envelope::messages(event.data.as_bytes()) {
+                match msg {
+                    Message::Response(r) if Some(&r.id) == wanted => {
+                        return Ok(Some(Answer::Response(r)));
+                    }
+                    Message::Request(req) => refuse(endpoint, headers, &req.id),
+                    _ => {}
+                }
             }
         }
     }
     Ok(None)
 }
 
+/// Answers a request the server made on a stream with -32601, in a POST of its own that
+/// carries the session headers.
+fn refuse(endpoint: &Endpoint, headers: &[(String, String)], id: &RequestId) {
+    let reply = envelope::refusal(id);
+    let endpoint = endpoint.clone();
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .filter(|(k, _)| {
+            let k = k.to_ascii_lowercase();
+            k == "mcp-session-id" || k == "mcp-protocol-version"
+        })
+        .cloned()
+        .collect();
+    tokio::spawn(async move {
+        let send = post_and_forget(&endpoint, &reply, &headers);
+        let _ = tokio::time::timeout(Duration::from_secs(10), send).await;
+    });
+}
+
 /// POSTs one message and ignores the answer (replies to server requests get 202).
-async fn post_and_forget(endpoint: &Endpoint, message: &Value, headers: &[(String, String)]) {
+async fn post_and_forget(endpoint: &Endpoint, message: &[u8], headers: &[(String, String)]) {
     let Ok(stream) = TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await else {
         return;
     };
@@ -279,7 +281,7 @@ async fn post_and_forget(endpoint: &Endpoint, message: &Value, headers: &[(Strin
     for (k, v) in headers {
         request = request.header(k.as_str(), v.as_str());
     }
-    let body = Bytes::from(serde_json::to_vec(message).expect("a Value serializes"));
+    let body = Bytes::copy_from_slice(message);
     if let Ok(request) = request.body(Full::new(body)) {
         let _ = sender.send_request(request).await;
     }

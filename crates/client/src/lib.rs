@@ -11,7 +11,7 @@
 //! Then [`Client::list_tools`] follows every `tools/list` page and [`Client::call_tool`]
 //! calls a tool. Modern requests carry `_meta` (version, capabilities, client info) and,
 //! over HTTP, the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`
-//! headers. Answers may be JSON or SSE streams. Requests from the server are refused
+//! headers (their rules are `toolwright_protocol::headers`). Answers may be JSON or SSE streams. Requests from the server are refused
 //! (-32601): this client declares no client capabilities.
 //!
 //! The crate also holds the client-side policies the spec leaves to clients:
@@ -20,16 +20,16 @@
 //!
 //! Layout:
 //! - `client.rs`: [`Client`], [`Target`], [`ConnectOptions`], era detection;
+//! - `envelope.rs`: JSON-RPC lines written and read with toolwright-jsonrpc;
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
 //!   over hyper (plain `http://`; no TLS);
-//! - [`headers`]: modern header values and `x-mcp-header` parameters;
 //! - [`trust`]: the trust configuration and what it changes;
 //! - `validate.rs`: [`check_output`];
-//! - `error.rs`: [`ClientError`].
+//! - `error.rs`: [`ClientError`], and [`TrustConfigError`] which it may carry.
 
 mod client;
+mod envelope;
 mod error;
-pub mod headers;
 mod http;
 mod sse;
 mod stdio;
@@ -37,6 +37,6 @@ pub mod trust;
 mod validate;
 
 pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
-pub use error::ClientError;
+pub use error::{ClientError, TrustConfigError};
 pub use trust::TrustConfig;
 pub use validate::{OutputProblem, check_output};

@@ -2,15 +2,17 @@
 
 use std::collections::VecDeque;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
+use toolwright_jsonrpc::{LineDecoder, Message, RequestId, Response};
 
 use crate::ClientError;
+use crate::envelope;
 
 /// How much of the server's stderr is kept for error messages.
 const STDERR_KEEP: usize = 4096;
@@ -19,7 +21,7 @@ const STDERR_KEEP: usize = 4096;
 pub(crate) struct StdioTransport {
     child: Child,
     stdin: Option<ChildStdin>,
-    incoming: mpsc::UnboundedReceiver<Value>,
+    incoming: mpsc::UnboundedReceiver<Message>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     /// The task copying stderr; it ends when the server closes stderr.
     stderr_task: Option<tokio::task::JoinHandle<()>>,
@@ -45,24 +47,31 @@ impl StdioTransport {
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
         let (tx, incoming) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                // Lines that are not JSON are not MCP messages; a server should not write
-                // them, and a client cannot act on them.
-                let Ok(value) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                let messages = match value {
-                    Value::Array(batch) => batch,
-                    v => vec![v],
-                };
-                for m in messages {
-                    if tx.send(m).is_err() {
-                        return;
+            // Lines over the limit, and lines that are not JSON-RPC messages, are dropped: a
+            // server should not write them, and a client cannot act on them.
+            let mut stdout = stdout;
+            let mut decoder = LineDecoder::new(envelope::max_line());
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = stdout.read(&mut buf).await.unwrap_or(0);
+                let eof = n == 0;
+                decoder.push(&buf[..n]);
+                loop {
+                    let next = if eof {
+                        decoder.finish()
+                    } else {
+                        decoder.next_line()
+                    };
+                    let Some(line) = next else { break };
+                    let Ok(line) = line else { continue };
+                    for m in envelope::messages(&line) {
+                        if tx.send(m).is_err() {
+                            return;
+                        }
                     }
+                }
+                if eof {
+                    return;
                 }
             }
         });
@@ -75,7 +84,7 @@ impl StdioTransport {
                 if n == 0 {
                     break;
                 }
-                let mut k = keep.lock().unwrap_or_else(|e| e.into_inner());
+                let mut k = keep.lock();
                 k.extend(&buf[..n]);
                 while k.len() > STDERR_KEEP {
                     k.pop_front();
@@ -93,7 +102,7 @@ impl StdioTransport {
 
     /// What the server wrote to stderr lately.
     pub(crate) fn stderr_tail(&self) -> String {
-        let k = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let k = self.stderr.lock();
         let bytes: Vec<u8> = k.iter().copied().collect();
         String::from_utf8_lossy(&bytes).into_owned()
     }
@@ -109,30 +118,28 @@ impl StdioTransport {
         }
     }
 
-    /// Writes one message as a line.
-    pub(crate) async fn send(&mut self, message: &Value, method: &str) -> Result<(), ClientError> {
-        let mut line = serde_json::to_vec(message).expect("a Value serializes");
-        line.push(b'\n');
+    /// Writes one message, a `\n`-terminated line.
+    pub(crate) async fn send(&mut self, line: &[u8], method: &str) -> Result<(), ClientError> {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(self.closed(method).await);
         };
-        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+        if stdin.write_all(line).await.is_err() || stdin.flush().await.is_err() {
             return Err(self.closed(method).await);
         }
         Ok(())
     }
 
-    /// Sends a request and waits for the response with its id. Requests from the server
-    /// are answered with -32601 (this client offers no capabilities); notifications are
-    /// dropped.
+    /// Sends the request `line` and waits for the response with its `id`. Requests from
+    /// the server are answered with -32601 (this client offers no capabilities);
+    /// notifications and anything else are dropped.
     pub(crate) async fn request(
         &mut self,
-        message: &Value,
+        id: &RequestId,
+        line: &[u8],
         method: &str,
         timeout: Duration,
-    ) -> Result<Value, ClientError> {
-        self.send(message, method).await?;
-        let id = message["id"].clone();
+    ) -> Result<Response, ClientError> {
+        self.send(line, method).await?;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let next = tokio::time::timeout_at(deadline, self.incoming.recv()).await;
@@ -146,17 +153,10 @@ impl StdioTransport {
                 Ok(None) => return Err(self.closed(method).await),
                 Ok(Some(m)) => m,
             };
-            let is_response = msg.get("method").is_none();
-            if is_response && msg.get("id") == Some(&id) {
-                return Ok(msg);
-            }
-            if let (Some(req_id), false) = (msg.get("id"), is_response) {
-                let reply = json!({
-                    "jsonrpc": "2.0",
-                    "id": req_id,
-                    "error": {"code": toolwright_jsonrpc::code::METHOD_NOT_FOUND, "message": "toolwright's client offers no client features"}
-                });
-                self.send(&reply, method).await?;
+            match msg {
+                Message::Response(r) if r.id == *id => return Ok(r),
+                Message::Request(req) => self.send(&envelope::refusal(&req.id), method).await?,
+                _ => {}
             }
         }
     }

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use toolwright_protocol::{Tool, ToolAnnotations};
 
-use crate::{ClientError, Target};
+use crate::{ClientError, Target, TrustConfigError};
 
 /// The servers the user trusts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,11 +52,12 @@ impl TrustConfig {
     ///
     /// [`ClientError::TrustConfig`] when the file cannot be read or is malformed.
     pub fn load(path: &Path) -> Result<TrustConfig, ClientError> {
-        let fail = |reason: String| ClientError::TrustConfig {
+        let fail = |source: TrustConfigError| ClientError::TrustConfig {
             path: path.display().to_string(),
-            reason,
+            source,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| fail(TrustConfigError::Read { source }))?;
         TrustConfig::parse(&text).map_err(fail)
     }
 
@@ -77,34 +78,49 @@ impl TrustConfig {
     ///
     /// # Errors
     ///
-    /// A sentence saying what is wrong.
-    pub fn parse(text: &str) -> Result<TrustConfig, String> {
-        let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        let entries = doc
-            .get("trusted")
-            .and_then(Value::as_array)
-            .ok_or("expected {\"trusted\": [...]}")?;
+    /// What is wrong, with the offending part of the document.
+    pub fn parse(text: &str) -> Result<TrustConfig, TrustConfigError> {
+        let doc: Value =
+            serde_json::from_str(text).map_err(|source| TrustConfigError::NotJson { source })?;
+        let Some(entries) = doc.get("trusted").and_then(Value::as_array) else {
+            return Err(TrustConfigError::NoTrustedList { found: doc });
+        };
         let mut config = TrustConfig::default();
-        for (i, entry) in entries.iter().enumerate() {
+        for (index, entry) in entries.iter().enumerate() {
             if let Some(url) = entry.get("url").and_then(Value::as_str) {
                 config.urls.push(normalize_url(url));
-            } else if let Some(cmd) = entry.get("command") {
-                let argv: Vec<String> = match cmd {
-                    Value::String(s) => s.split_whitespace().map(str::to_owned).collect(),
-                    Value::Array(items) => items
-                        .iter()
-                        .map(|v| v.as_str().map(str::to_owned))
-                        .collect::<Option<_>>()
-                        .ok_or(format!("trusted[{i}].command: every item must be a string"))?,
-                    _ => return Err(format!("trusted[{i}].command must be a string or an array")),
-                };
-                if argv.is_empty() {
-                    return Err(format!("trusted[{i}].command is empty"));
-                }
-                config.commands.push(argv);
-            } else {
-                return Err(format!("trusted[{i}] needs a \"command\" or a \"url\""));
+                continue;
             }
+            let argv: Vec<String> = match entry.get("command") {
+                Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| TrustConfigError::CommandItem {
+                                index,
+                                item: v.clone(),
+                            })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(other) => {
+                    return Err(TrustConfigError::CommandType {
+                        index,
+                        command: other.clone(),
+                    });
+                }
+                None => {
+                    return Err(TrustConfigError::NoTarget {
+                        index,
+                        entry: entry.clone(),
+                    });
+                }
+            };
+            if argv.is_empty() {
+                return Err(TrustConfigError::EmptyCommand { index });
+            }
+            config.commands.push(argv);
         }
         Ok(config)
     }
@@ -188,18 +204,55 @@ mod tests {
 
     #[test]
     fn malformed_configs() {
-        for bad in [
-            "",
-            "[]",
-            r#"{"trusted": [{}]}"#,
+        let check = |text: &str, message: &str| {
+            let err = TrustConfig::parse(text).unwrap_err();
+            assert_eq!(err.to_string(), message, "{text}");
+        };
+        check("[]", "expected {\"trusted\": [...]}");
+        check(r#"{"trusted": {}}"#, "expected {\"trusted\": [...]}");
+        check(
+            r#"{"trusted": [{"url": "http://x/"}, {}]}"#,
+            "trusted[1] needs a \"command\" or a \"url\"",
+        );
+        check(
             r#"{"trusted": [{"command": []}]}"#,
+            "trusted[0].command is empty",
+        );
+        check(
+            r#"{"trusted": [{"command": " "}]}"#,
+            "trusted[0].command is empty",
+        );
+        check(
             r#"{"trusted": [{"command": [1]}]}"#,
-        ] {
-            assert!(TrustConfig::parse(bad).is_err(), "{bad}");
-        }
+            "trusted[0].command: every item must be a string",
+        );
+        check(
+            r#"{"trusted": [{"command": 7}]}"#,
+            "trusted[0].command must be a string or an array",
+        );
+        assert!(matches!(
+            TrustConfig::parse(""),
+            Err(TrustConfigError::NotJson { .. })
+        ));
+        assert!(matches!(
+            TrustConfig::parse(r#"{"trusted": [{"command": ["a", null]}]}"#),
+            Err(TrustConfigError::CommandItem {
+                index: 0,
+                item: Value::Null
+            })
+        ));
         assert_eq!(
             TrustConfig::parse(r#"{"trusted": []}"#).unwrap(),
             TrustConfig::default()
+        );
+    }
+
+    #[test]
+    fn unreadable_files_name_their_path() {
+        let err = TrustConfig::load(Path::new("/nonexistent/trusted.json")).unwrap_err();
+        assert!(
+            matches!(&err, ClientError::TrustConfig { path, source: TrustConfigError::Read { .. } } if path == "/nonexistent/trusted.json"),
+            "{err}"
         );
     }
 

@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
-use toolwright_server::dispatch::ReplyFuture;
+use toolwright_server::{Reply, ReplyFuture};
 
 /// A response body.
 pub enum Body {
@@ -171,7 +171,7 @@ async fn stopped(t: &Option<CancellationToken>) {
     }
 }
 
-async fn drive(call: &mut Option<ReplyFuture>) -> Option<Vec<u8>> {
+async fn drive(call: &mut Option<ReplyFuture>) -> Option<Reply> {
     match call {
         Some(f) => f.await,
         None => std::future::pending().await,
@@ -206,7 +206,7 @@ async fn step(mut src: SseSource) -> Option<(Bytes, SseSource)> {
             _ = &mut notified => {}
             reply = drive(&mut src.call), if src.call.is_some() => {
                 src.call = None;
-                cell.finish(reply);
+                cell.finish_reply(reply);
             }
             _ = stopped(&src.stop) => return None,
             _ = tick(&mut src.keep_alive) => return Some((Bytes::from_static(b": keep-alive\n\n"), src)),
@@ -285,7 +285,8 @@ mod tests {
         let call: ReplyFuture = Box::pin(async move {
             c2.push(b"{\"progress\":1}".to_vec());
             tokio::task::yield_now().await;
-            Some(b"{\"done\":true}".to_vec())
+            let e = toolwright_jsonrpc::ErrorObject::internal("done");
+            Some(Reply::error(None, &e))
         });
         let src = SseSource {
             cell,
@@ -303,7 +304,9 @@ mod tests {
             vec![
                 Bytes::from("id: 0-0\ndata: \n\n"),
                 Bytes::from("id: 0-1\ndata: {\"progress\":1}\n\n"),
-                Bytes::from("id: 0-2\ndata: {\"done\":true}\n\n")
+                Bytes::from(
+                    "id: 0-2\ndata: {\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32603,\"message\":\"done\"}}\n\n"
+                )
             ]
         );
     }

@@ -7,15 +7,16 @@
 //! that are not plain visible ASCII travel as `=?base64?<UTF-8 in base64>?=`. Any mismatch,
 //! or a missing header, is a -32020 error (HTTP 400).
 
-use base64::Engine;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use std::borrow::Cow;
 use toolwright_jsonrpc::{ErrorObject, code};
-use toolwright_protocol::ProtocolVersion;
+use toolwright_protocol::headers::ParamHeaders;
 use toolwright_protocol::meta;
+use toolwright_protocol::params::CallToolParams;
+use toolwright_protocol::{Method, ProtocolVersion};
 
 /// `MCP-Protocol-Version`.
 pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -52,17 +53,7 @@ pub(crate) fn header_version(headers: &HeaderMap) -> HeaderVersion<'_> {
 
 /// Decodes a header value, undoing the `=?base64?…?=` form. `None` if malformed.
 pub(crate) fn decode(v: &HeaderValue) -> Option<Cow<'_, str>> {
-    let s = v.to_str().ok()?;
-    match s
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-    {
-        Some(b64) => {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
-            String::from_utf8(bytes).ok().map(Cow::Owned)
-        }
-        None => Some(Cow::Borrowed(s)),
-    }
+    toolwright_protocol::headers::decode_value(v.to_str().ok()?)
 }
 
 /// The parts of `params` the transport looks at, read without building a JSON tree.
@@ -74,10 +65,10 @@ pub(crate) struct Peek<'a> {
     pub version: Option<Cow<'a, str>>,
     /// `params._meta["io.modelcontextprotocol/clientCapabilities"]` is an object.
     pub has_capabilities: bool,
-    /// `params.name`.
-    pub name: Option<&'a RawValue>,
-    /// `params.uri`.
-    pub uri: Option<&'a RawValue>,
+    /// `params.name`, when a string.
+    pub name: Option<Cow<'a, str>>,
+    /// `params.uri`, when a string.
+    pub uri: Option<Cow<'a, str>>,
     /// `params.arguments`.
     pub arguments: Option<&'a RawValue>,
 }
@@ -110,6 +101,23 @@ fn as_str(v: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<Cow<'_, str>>(v.get()).ok()
 }
 
+impl<'a> Peek<'a> {
+    /// The same view of a `tools/call` whose params are already read.
+    pub(crate) fn of_call(p: &'a CallToolParams) -> Peek<'a> {
+        let meta = p.meta.as_deref();
+        Peek {
+            has_meta: meta.is_some(),
+            version: meta
+                .and_then(|m| m.protocol_version.as_deref())
+                .map(Cow::Borrowed),
+            has_capabilities: meta.is_some_and(|m| m.client_capabilities.is_some()),
+            name: Some(Cow::Borrowed(&p.name)),
+            uri: None,
+            arguments: None,
+        }
+    }
+}
+
 /// Reads what the transport needs from `params`; anything malformed reads as absent (the
 /// dispatcher reports it properly).
 pub(crate) fn peek(params: Option<&RawValue>) -> Peek<'_> {
@@ -120,8 +128,8 @@ pub(crate) fn peek(params: Option<&RawValue>) -> Peek<'_> {
         return Peek::default();
     };
     let mut out = Peek {
-        name: p.name,
-        uri: p.uri,
+        name: p.name.and_then(as_str),
+        uri: p.uri.and_then(as_str),
         arguments: p.arguments,
         ..Peek::default()
     };
@@ -141,9 +149,9 @@ fn mismatch(message: String) -> ErrorObject {
 
 /// The header a method must mirror in `Mcp-Name`, with the `params` member it mirrors.
 fn named_member(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
+    match Method::parse(method) {
+        Method::ToolsCall | Method::PromptsGet => Some("name"),
+        Method::ResourcesRead => Some("uri"),
         _ => None,
     }
 }
@@ -194,20 +202,19 @@ pub(crate) fn check_modern(
     let Some(member) = named_member(method) else {
         return Ok(());
     };
-    let body = if member == "name" { p.name } else { p.uri };
-    let body = body.and_then(as_str);
+    let body = if member == "name" { &p.name } else { &p.uri };
     match (headers.get(NAME).map(decode), body) {
         (None, _) => {
             return Err(mismatch(format!(
                 "missing Mcp-Name header (params.{member} of {method})"
             )));
         }
-        (Some(Some(h)), Some(b)) if h == b => {}
+        (Some(Some(h)), Some(b)) if h == *b => {}
         (Some(h), b) => {
             return Err(mismatch(format!(
                 "Mcp-Name header {:?} does not match params.{member} {:?}",
                 h.unwrap_or_default(),
-                b.unwrap_or_default()
+                b.as_deref().unwrap_or_default()
             )));
         }
     }
@@ -216,55 +223,22 @@ pub(crate) fn check_modern(
 
 /// Visits every property reachable from the root through `properties` only, with the
 /// argument value at that place.
-fn mirrored<'s>(
-    schema: &'s Value,
-    args: Option<&'s Map<String, Value>>,
-    out: &mut Vec<(&'s str, Option<&'s Value>)>,
-) {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (key, sub) in props {
-        let value = args.and_then(|a| a.get(key));
-        if let Some(h) = sub.get("x-mcp-header").and_then(Value::as_str) {
-            out.push((h, value));
-        }
-        mirrored(sub, value.and_then(Value::as_object), out);
-    }
-}
-
-fn same(header: &str, value: &Value) -> bool {
-    match value {
-        Value::String(s) => header == s,
-        Value::Bool(b) => header == if *b { "true" } else { "false" },
-        Value::Number(n) => match (n.as_i64(), header.trim().parse::<i64>()) {
-            (Some(a), Ok(b)) => a == b,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// Checks the `Mcp-Param-<Name>` headers that a tool's `x-mcp-header` annotations ask for
-/// against the call's `arguments`.
+/// The `Mcp-Param-*` headers of a modern `tools/call`: each argument the tool mirrors
+/// (`params`, compiled at registration) must come with its header, matching it, and no
+/// header may come for an argument that is absent.
 pub(crate) fn check_param_headers(
     headers: &HeaderMap,
-    schema: &Value,
-    args: Option<&RawValue>,
+    params: &ParamHeaders,
+    args: Option<&Value>,
 ) -> Result<(), ErrorObject> {
-    let mut wanted = Vec::new();
-    mirrored(schema, None, &mut wanted);
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let args: Option<Map<String, Value>> = args.and_then(|a| serde_json::from_str(a.get()).ok());
-    wanted.clear();
-    mirrored(schema, args.as_ref(), &mut wanted);
-    for (name, value) in wanted {
-        let Ok(header) = HeaderName::from_bytes(format!("mcp-param-{name}").as_bytes()) else {
+    let null = Value::Null;
+    let args = args.unwrap_or(&null);
+    for p in params {
+        let name = p.name();
+        let Ok(header) = HeaderName::from_bytes(p.header().as_bytes()) else {
             continue;
         };
-        match (headers.get(&header).map(decode), value) {
+        match (headers.get(&header).map(decode), p.argument(args)) {
             (None, None) => {}
             (None, Some(_)) => return Err(mismatch(format!("missing Mcp-Param-{name} header"))),
             (Some(_), None) => {
@@ -272,7 +246,7 @@ pub(crate) fn check_param_headers(
                     "Mcp-Param-{name} header sent for an argument that is absent"
                 )));
             }
-            (Some(Some(h)), Some(v)) if same(&h, v) => {}
+            (Some(Some(h)), Some(v)) if p.matches(&h, v) => {}
             (Some(_), Some(v)) => {
                 return Err(mismatch(format!(
                     "Mcp-Param-{name} header does not match the argument ({v})"
@@ -333,7 +307,7 @@ mod tests {
         let pk = peek(Some(&p));
         assert!(pk.has_meta && pk.has_capabilities);
         assert_eq!(pk.version.as_deref(), Some("2026-07-28"));
-        assert_eq!(pk.name.map(RawValue::get), Some("\"add\""));
+        assert_eq!(pk.name.as_deref(), Some("add"));
         let legacy = raw(json!({"name": "add"}));
         assert!(!peek(Some(&legacy)).has_meta);
         let odd = raw(json!({"_meta": 5, "name": 3}));
@@ -418,8 +392,8 @@ mod tests {
             "inner": {"type": "object", "properties": {"tenant": {"type": "string", "x-mcp-header": "Tenant"}}}
         }});
         let check = |args: Value, pairs: &[(&str, &str)], ok: bool| {
-            let args = raw(args);
-            let r = check_param_headers(&headers(pairs), &schema, Some(&args));
+            let params = ParamHeaders::compile(&schema).unwrap();
+            let r = check_param_headers(&headers(pairs), &params, Some(&args));
             assert_eq!(r.is_ok(), ok, "{args:?} {pairs:?}");
         };
         check(json!({}), &[], true);

@@ -60,12 +60,13 @@
 //! # Layout
 //!
 //! - [`listener`](HttpServer): binding, the accept loop, hyper connections, shutdown.
-//! - `service.rs`: routing, the checks, POST / GET / DELETE in each era.
+//! - `service.rs`: shared state, routing, the checks every request passes.
+//! - `post.rs`: POST in each era; `streams.rs`: SSE responses, GET and DELETE;
+//!   `respond.rs`: response builders and the status of a modern reply.
 //! - `headers.rs`: MCP headers and the modern mirroring rules.
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
 //! - `session.rs`: legacy sessions and their table.
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
-//! - [`probe`]: tools that exercise a transport (progress, cancellation, list changes).
 //! - [`config`], [`error`].
 
 mod body;
@@ -74,10 +75,12 @@ pub mod error;
 mod guard;
 pub mod headers;
 mod listener;
-pub mod probe;
+mod post;
+mod respond;
 mod service;
 mod session;
 mod stream;
+mod streams;
 
 pub use config::HttpConfig;
 pub use error::Error;

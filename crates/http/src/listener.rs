@@ -11,13 +11,14 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
@@ -229,12 +230,7 @@ impl HttpServer {
         tracing::info!("shutting down: finishing requests in progress");
         shared.shutdown.cancel();
         sweeper.abort();
-        for (_, tx) in acceptor
-            .closers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-        {
+        for (_, tx) in acceptor.closers.lock().drain() {
             let _ = tx.send(());
         }
         acceptor.conns.close();
@@ -336,10 +332,7 @@ impl Acceptor {
         }
         let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.closers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, tx);
+        self.closers.lock().insert(id, tx);
         let builder = self.builder.clone();
         let svc = Svc(self.shared.clone());
         let closers = self.closers.clone();
@@ -358,10 +351,7 @@ impl Acceptor {
             if let Err(e) = result {
                 tracing::debug!("connection ended: {e}");
             }
-            closers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
+            closers.lock().remove(&id);
         });
     }
 }

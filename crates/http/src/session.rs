@@ -10,10 +10,11 @@
 //! requests of different sessions rarely meet on one lock.
 
 use crate::stream::Cell;
+use parking_lot::{Mutex, MutexGuard};
 use rand::RngCore;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolwright_server::{Server, Session};
@@ -96,7 +97,7 @@ impl HttpSession {
     }
 
     fn streams(&self) -> MutexGuard<'_, Streams> {
-        self.streams.lock().unwrap_or_else(|p| p.into_inner())
+        self.streams.lock()
     }
 
     /// Records activity now.
@@ -185,9 +186,7 @@ impl Sessions {
     }
 
     fn shard(&self, id: &str) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
-        self.shards[shard_of(id)]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        self.shards[shard_of(id)].lock()
     }
 
     /// Claims room for one more session; false when `max` are live.
@@ -234,7 +233,7 @@ impl Sessions {
         let now = self.epoch.elapsed().as_millis() as u64;
         let mut out = Vec::new();
         for shard in &self.shards {
-            let mut map = shard.lock().unwrap_or_else(|p| p.into_inner());
+            let mut map = shard.lock();
             map.retain(|_, s| {
                 let expired = s.idle_for(now).is_some_and(|d| d > idle);
                 if expired {
@@ -251,13 +250,7 @@ impl Sessions {
     pub(crate) fn take_all(&self) -> Vec<Arc<HttpSession>> {
         let mut out = Vec::new();
         for shard in &self.shards {
-            out.extend(
-                shard
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .drain()
-                    .map(|(_, s)| s),
-            );
+            out.extend(shard.lock().drain().map(|(_, s)| s));
         }
         self.count.fetch_sub(out.len(), Ordering::AcqRel);
         out

@@ -12,12 +12,13 @@
 //! its capacity, so that a reader that reconnects can be served again from any number still
 //! held. A cell that does not retain forgets each message once delivered.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
 use toolwright_server::Outbound;
+use toolwright_server::{Outcome, Reply};
 
 /// What a reader gets from [`Cell::next`].
 #[derive(Debug, PartialEq, Eq)]
@@ -44,6 +45,8 @@ struct State {
     finished: bool,
     /// True when the reply was pushed by [`Cell::finish`] (false: finished without one).
     replied: bool,
+    /// What the reply said, when it came typed.
+    outcome: Option<Outcome>,
     /// Keep delivered messages for replay.
     retain: bool,
     /// Most messages held at once.
@@ -76,6 +79,7 @@ impl Cell {
                 cursor: 1,
                 finished: false,
                 replied: false,
+                outcome: None,
                 retain,
                 capacity: capacity.max(1),
                 ticket: 0,
@@ -88,7 +92,7 @@ impl Cell {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     /// Appends a message and wakes the reader.
@@ -118,6 +122,19 @@ impl Cell {
             s.finished = true;
         }
         self.notify.notify_waiters();
+    }
+
+    /// [`Cell::finish`] with a reply from the server, whose outcome is kept for the status.
+    pub(crate) fn finish_reply(&self, reply: Option<Reply>) {
+        if let Some(r) = &reply {
+            self.lock().outcome = Some(r.outcome());
+        }
+        self.finish(reply.map(Reply::into_line));
+    }
+
+    /// The outcome of the reply given to [`Cell::finish_reply`].
+    pub(crate) fn outcome(&self) -> Option<Outcome> {
+        self.lock().outcome
     }
 
     /// Where the first message of a POST stands: `Some(true)` when the stream is nothing but

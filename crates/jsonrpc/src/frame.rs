@@ -11,10 +11,9 @@ use crate::scan::find_byte;
 /// Splits a byte stream into lines, for newline-delimited JSON-RPC (the MCP
 /// stdio transport).
 ///
-/// Feed bytes with [`push`](Self::push) (copies them in) or with
-/// [`spare`](Self::spare) + [`commit`](Self::commit) (read straight into
-/// the decoder's buffer, no copy), then call [`next_line`](Self::next_line)
-/// until it returns `None` before feeding more. At end of input call
+/// Feed bytes with [`push`](Self::push), then call
+/// [`next_line`](Self::next_line) until it returns `None` before feeding
+/// more. At end of input call
 /// [`finish`](Self::finish) until it returns `None`.
 ///
 /// - Lines are yielded without their `\n` and with one trailing `\r`
@@ -167,21 +166,6 @@ impl LineDecoder {
         self.make_room(bytes.len());
         self.buf[self.end..self.end + bytes.len()].copy_from_slice(bytes);
         self.end += bytes.len();
-    }
-
-    /// A writable region of at least `min` bytes (its contents are
-    /// unspecified) to read into; then call [`commit`](Self::commit) with
-    /// the number of bytes written. This avoids the copy of
-    /// [`push`](Self::push).
-    pub fn spare(&mut self, min: usize) -> &mut [u8] {
-        self.make_room(min);
-        &mut self.buf[self.end..]
-    }
-
-    /// Marks `n` bytes at the front of the last [`spare`](Self::spare)
-    /// region as received. `n` is capped at the size of that region.
-    pub fn commit(&mut self, n: usize) {
-        self.end = (self.end + n).min(self.buf.len());
     }
 
     /// The next complete line, `Some(Err(TooLong))` once per over-long

@@ -122,48 +122,6 @@ fn an_endless_line_is_never_buffered_beyond_the_limit() {
 }
 
 #[test]
-fn spare_and_commit_read_in_place() {
-    let input: &[u8] = b"first\nsecond line\nthird";
-    let mut decoder = LineDecoder::new(64);
-    let mut lines = Vec::new();
-    for piece in input.chunks(4) {
-        let spare = decoder.spare(4);
-        assert!(spare.len() >= 4);
-        spare[..piece.len()].copy_from_slice(piece);
-        decoder.commit(piece.len());
-        while let Some(line) = decoder.next_line() {
-            lines.push(line.unwrap().to_str().unwrap().to_owned());
-        }
-    }
-    while let Some(line) = decoder.finish() {
-        lines.push(line.unwrap().to_str().unwrap().to_owned());
-    }
-    assert_eq!(lines, ["first", "second line", "third"]);
-}
-
-#[test]
-fn commit_is_capped_and_discarding_works_through_spare() {
-    let mut decoder = LineDecoder::new(2);
-    let spare_len = decoder.spare(3).len();
-    decoder.commit(spare_len + 100);
-    assert_eq!(decoder.buffered(), spare_len);
-
-    let mut decoder = LineDecoder::new(2);
-    for piece in [&b"abcd"[..], b"ef\nok\n"] {
-        decoder.spare(piece.len())[..piece.len()].copy_from_slice(piece);
-        decoder.commit(piece.len());
-        if piece == b"abcd" {
-            assert_eq!(
-                decoder.next_line(),
-                Some(Err(FrameError::TooLong { len_so_far: 4 }))
-            );
-            assert_eq!(decoder.next_line(), None);
-        }
-    }
-    assert_eq!(decoder.next_line().unwrap().unwrap().as_bytes(), b"ok");
-}
-
-#[test]
 fn the_decoder_is_reusable_after_finish() {
     let mut decoder = LineDecoder::new(8);
     assert_eq!(events_of(&mut decoder, &[b"a\nb"]), ["a", "=b"]);

@@ -70,18 +70,13 @@ pub(crate) fn check(name: &str, description: Option<&str>, sink: &mut Sink<'_>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Finding;
+    use crate::finding::findings_of;
 
     fn rules(name: &str, description: Option<&str>) -> Vec<&'static str> {
-        let mut out: Vec<Finding> = Vec::new();
-        let mut sink = Sink {
-            index: 0,
-            tool: name,
-            disabled: &[],
-            out: &mut out,
-        };
-        check(name, description, &mut sink);
-        out.iter().map(|f| f.rule.id()).collect()
+        findings_of(|sink| check(name, description, sink))
+            .iter()
+            .map(|f| f.rule.id())
+            .collect()
     }
 
     #[test]

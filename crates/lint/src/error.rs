@@ -34,6 +34,6 @@ pub enum LintError {
     #[error("unknown severity {0:?}: use info, warning or error")]
     UnknownSeverity(String),
     /// A rule id that no rule has.
-    #[error("unknown rule {0:?}")]
+    #[error("unknown rule {0:?}; see toolwright lint --rules")]
     UnknownRule(String),
 }

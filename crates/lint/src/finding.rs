@@ -138,6 +138,15 @@ impl Rule {
     }
 }
 
+impl FromStr for Rule {
+    type Err = crate::LintError;
+
+    /// The rule with this id, as [`Rule::from_id`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Rule::from_id(s).ok_or_else(|| crate::LintError::UnknownRule(s.to_owned()))
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())
@@ -206,18 +215,25 @@ impl Sink<'_> {
     }
 }
 
-/// Appends a JSON Pointer token to `base`, escaping `~` and `/`.
+/// The findings that `check` records for one tool (the first, named `t`), every rule on.
+#[cfg(test)]
+pub(crate) fn findings_of(check: impl FnOnce(&mut Sink<'_>)) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut sink = Sink {
+        index: 0,
+        tool: "t",
+        disabled: &[],
+        out: &mut out,
+    };
+    check(&mut sink);
+    out
+}
+
+/// `base` with one JSON Pointer token appended, escaped.
 pub(crate) fn push_pointer(base: &str, token: &str) -> String {
     let mut p = String::with_capacity(base.len() + token.len() + 1);
     p.push_str(base);
-    p.push('/');
-    for c in token.chars() {
-        match c {
-            '~' => p.push_str("~0"),
-            '/' => p.push_str("~1"),
-            c => p.push(c),
-        }
-    }
+    toolwright_schema::push_segment(&mut p, token);
     p
 }
 
@@ -234,6 +250,15 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), Rule::ALL.len());
+    }
+
+    #[test]
+    fn rules_parse() {
+        assert_eq!("name-vague".parse::<Rule>().unwrap(), Rule::NameVague);
+        assert_eq!(
+            "loud".parse::<Rule>().unwrap_err().to_string(),
+            "unknown rule \"loud\"; see toolwright lint --rules"
+        );
     }
 
     #[test]

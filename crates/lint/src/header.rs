@@ -1,125 +1,62 @@
 //! The `x-mcp-header` rule (2026-07-28, Streamable HTTP): a property schema may ask
 //! clients to mirror its argument into an `Mcp-Param-<Name>` header. Clients must drop
-//! tools whose declarations break the rules, so each break is an error.
-
-use std::collections::HashMap;
+//! tools whose declarations break the rules, so each break is an error. The rules are
+//! protocol's ([`ParamHeaders`]), as clients and the server apply them.
 
 use serde_json::Value;
+use toolwright_protocol::ParamHeaderError as E;
+use toolwright_protocol::ParamHeaders;
+use toolwright_protocol::headers::PARAM_KEYWORD;
 
 use crate::finding::{Rule, Sink};
-use crate::walk::walk;
 
-const KEYWORD: &str = "x-mcp-header";
-/// Largest integer magnitude a header value may carry (2^53 - 1).
-const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
-
-/// RFC 9110 `tchar`.
-fn is_tchar(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
-}
+/// Where the input schema sits in a tool definition.
+const BASE: &str = "/inputSchema";
 
 pub(crate) fn check(input_schema: &Value, sink: &mut Sink<'_>) {
-    let mut seen: HashMap<String, String> = HashMap::new();
-    walk(input_schema, "/inputSchema", &mut |node| {
-        let Some(value) = node.schema.get(KEYWORD) else {
-            return;
-        };
-        let at = format!("{}/{KEYWORD}", node.pointer);
-        let Some(name) = value.as_str() else {
-            sink.add(
-                Rule::XMcpHeaderInvalid,
-                at,
-                format!("x-mcp-header is {value}, not a string"),
-                "set x-mcp-header to a header name token such as \"Region\"",
-            );
-            return;
-        };
-        if name.is_empty() || !name.chars().all(is_tchar) {
-            sink.add(
-                Rule::XMcpHeaderInvalid,
-                at,
-                format!("x-mcp-header {name:?} is not an HTTP token (RFC 9110): letters, digits and !#$%&'*+-.^_`|~ only, no spaces or controls"),
-                "use a plain header name such as \"Region\"",
-            );
-            return;
-        }
-        match &node.property_path {
-            Some(path) if !path.is_empty() => {}
-            _ => {
-                sink.add(
-                    Rule::XMcpHeaderInvalid,
-                    at,
-                    format!(
-                        "x-mcp-header {name:?} is not on a property reached from the root through \
-                         `properties` only"
-                    ),
-                    "move x-mcp-header onto a property schema under the root's properties",
-                );
-                return;
+    for error in ParamHeaders::violations(input_schema) {
+        let at = format!(
+            "{BASE}{}/{PARAM_KEYWORD}",
+            error.pointer().unwrap_or_default()
+        );
+        let fix = match &error {
+            E::NotString { .. } => "set x-mcp-header to a header name token such as \"Region\"",
+            E::NotToken { .. } => "use a plain header name such as \"Region\"",
+            E::NotOnProperty { .. } => {
+                "move x-mcp-header onto a property schema under the root's properties"
             }
-        }
-        let ty = node.schema.get("type").and_then(Value::as_str);
-        if !matches!(ty, Some("string" | "integer" | "boolean")) {
-            let found = match node.schema.get("type") {
-                Some(t) => format!("type {t}"),
-                None => "no type".to_owned(),
-            };
-            sink.add(
-                Rule::XMcpHeaderInvalid,
-                at.clone(),
-                format!("x-mcp-header {name:?} is on a property with {found}; only string, integer and boolean properties can be mirrored into headers"),
-                "declare the property as type string, integer or boolean, or drop x-mcp-header",
-            );
-        }
-        if ty == Some("integer") {
-            let beyond = |k: &str| {
-                node.schema
-                    .get(k)
-                    .and_then(Value::as_f64)
-                    .is_some_and(|v| v.abs() > MAX_SAFE_INTEGER)
-            };
-            if ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
-                .iter()
-                .any(|k| beyond(k))
-            {
-                sink.add(
-                    Rule::XMcpHeaderInvalid,
-                    at.clone(),
-                    format!("x-mcp-header {name:?} is on an integer whose bounds exceed ±(2^53−1)"),
-                    "bound the integer within ±9007199254740991",
-                );
+            E::UnsupportedType { .. } => {
+                "declare the property as type string, integer or boolean, or drop x-mcp-header"
             }
-        }
-        let key = name.to_ascii_lowercase();
-        if let Some(first) = seen.get(&key) {
-            sink.add(
-                Rule::XMcpHeaderInvalid,
-                at,
-                format!("x-mcp-header {name:?} repeats the header of {first} (names compare case-insensitively)"),
-                "give every mirrored property its own header name",
-            );
-        } else {
-            seen.insert(key, node.pointer.clone());
-        }
-    });
+            E::UnsafeBounds { .. } => "bound the integer within ±9007199254740991",
+            E::Duplicate { .. } => "give every mirrored property its own header name",
+            _ => "fix the x-mcp-header declaration",
+        };
+        let message = match &error {
+            // Name the first declaration by its place in the tool, as findings do.
+            E::Duplicate { name, first, .. } => format!(
+                "x-mcp-header {name:?} repeats the header of {BASE}{first} (names compare \
+                 case-insensitively)"
+            ),
+            other => other.to_string(),
+        };
+        sink.add(Rule::XMcpHeaderInvalid, at, message, fix);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Finding;
+    use crate::finding::findings_of;
     use serde_json::json;
 
+    fn findings(schema: Value) -> Vec<Finding> {
+        findings_of(|sink| check(&schema, sink))
+    }
+
     fn messages(schema: Value) -> Vec<String> {
-        let mut out: Vec<Finding> = Vec::new();
-        let mut sink = Sink {
-            index: 0,
-            tool: "t",
-            disabled: &[],
-            out: &mut out,
-        };
-        check(&schema, &mut sink);
-        out.iter().map(|f| f.pointer.clone()).collect()
+        findings(schema).into_iter().map(|f| f.pointer).collect()
     }
 
     fn prop(p: Value) -> Value {
@@ -196,5 +133,18 @@ mod tests {
             ),
             at("/properties/b")
         );
+    }
+
+    #[test]
+    fn duplicates_name_the_first_in_the_tool() {
+        let f = findings(
+            json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Dup"}, "b": {"type": "string", "x-mcp-header": "dup"}}}),
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].message,
+            "x-mcp-header \"dup\" repeats the header of /inputSchema/properties/a (names compare case-insensitively)"
+        );
+        assert_eq!(f[0].fix, "give every mirrored property its own header name");
     }
 }

@@ -85,19 +85,12 @@ pub(crate) fn check(name: &str, annotations: &Map<String, Value>, sink: &mut Sin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Finding;
+    use crate::finding::findings_of;
     use serde_json::json;
 
     fn rules(name: &str, annotations: Value) -> Vec<(&'static str, String)> {
-        let mut out: Vec<Finding> = Vec::new();
-        let mut sink = Sink {
-            index: 0,
-            tool: name,
-            disabled: &[],
-            out: &mut out,
-        };
-        check(name, annotations.as_object().unwrap(), &mut sink);
-        out.iter()
+        findings_of(|sink| check(name, annotations.as_object().unwrap(), sink))
+            .iter()
             .map(|f| (f.rule.id(), f.pointer.clone()))
             .collect()
     }

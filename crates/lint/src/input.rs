@@ -1,6 +1,7 @@
 //! Reading documents: JSON or YAML text, and the shapes tool definitions come in.
 
 use serde_json::Value;
+use toolwright_schema::json_kind;
 
 use crate::LintError;
 
@@ -79,16 +80,12 @@ fn is_container(v: &Value) -> bool {
 
 fn describe(v: &Value) -> String {
     match v {
-        Value::Null => "null".into(),
-        Value::Bool(_) => "a boolean".into(),
-        Value::Number(_) => "a number".into(),
-        Value::String(_) => "a string".into(),
-        Value::Array(_) => "an array".into(),
         Value::Object(map) if map.is_empty() => "an empty object".into(),
         Value::Object(map) => {
             let keys: Vec<String> = map.keys().take(5).map(|k| format!("{k:?}")).collect();
             format!("an object with keys {}", keys.join(", "))
         }
+        other => json_kind(other).to_owned(),
     }
 }
 

@@ -23,9 +23,9 @@
 //! - `input.rs`: [`parse_document`] and [`extract_tools`] (document shapes);
 //! - `names.rs`, `description.rs`, `hints.rs`: rules on the name, the description and
 //!   the annotations; `words.rs`: the word lists and splitting they share;
-//! - `schema_rules.rs`: rules on `inputSchema`/`outputSchema`, on top of `walk.rs` (every
-//!   subschema, by keyword), `keywords.rs` (misspelled keywords) and `header.rs`
-//!   (`x-mcp-header`);
+//! - `schema_rules.rs`: rules on `inputSchema`/`outputSchema`, visiting every subschema
+//!   with `toolwright_schema::walk_subschemas`, with `keywords.rs` (misspelled keywords)
+//!   and `header.rs` (`x-mcp-header`);
 //! - `report.rs`: [`Report`], rendered for people or as JSON;
 //! - `error.rs`: [`LintError`].
 
@@ -39,7 +39,6 @@ mod keywords;
 mod names;
 mod report;
 mod schema_rules;
-mod walk;
 mod words;
 
 pub use error::LintError;

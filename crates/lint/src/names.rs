@@ -1,45 +1,40 @@
 //! Rules on a tool's `name`: the spec's characters and length, snake_case, vagueness.
 //! (Duplicates need every tool at once: see `lib.rs`.)
 
+use toolwright_protocol::ToolNameError;
+use toolwright_protocol::tool::name_errors;
+
 use crate::finding::{Rule, Sink};
 use crate::words::{GENERIC_NAME_WORDS, PLACEHOLDER_WORDS, identifier_words};
 
-/// Most characters a name may have (SEP-986, as in the spec text since 2025-11-25).
-pub(crate) const MAX_NAME_LEN: usize = 128;
-
 pub(crate) fn check(name: &str, sink: &mut Sink<'_>) {
-    let len = name.chars().count();
-    if len == 0 {
-        sink.add(
-            Rule::NameLength,
-            "/name",
-            "the name is empty",
-            "give the tool a snake_case name that says what it does, e.g. search_files",
-        );
-        return;
-    }
-    if len > MAX_NAME_LEN {
-        sink.add(
-            Rule::NameLength,
-            "/name",
-            format!("the name is {len} characters long; the spec allows at most {MAX_NAME_LEN}"),
-            "shorten the name to 128 characters or fewer",
-        );
-    }
-    let bad: Vec<char> = name
-        .chars()
-        .filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-        .collect();
-    if let Some(first) = bad.first() {
-        sink.add(
-            Rule::NameCharset,
-            "/name",
-            format!(
-                "the name contains {first:?}{}; only A-Z, a-z, 0-9, '_', '-' and '.' are allowed",
-                if bad.len() > 1 { " and more" } else { "" }
+    // The spec's rule (characters and length) is protocol's, as the server applies it.
+    for error in name_errors(name) {
+        let message = error.to_string();
+        match error {
+            ToolNameError::Empty => {
+                sink.add(
+                    Rule::NameLength,
+                    "/name",
+                    message,
+                    "give the tool a snake_case name that says what it does, e.g. search_files",
+                );
+                return;
+            }
+            ToolNameError::TooLong { .. } => sink.add(
+                Rule::NameLength,
+                "/name",
+                message,
+                "shorten the name to 128 characters or fewer",
             ),
-            format!("rename it {:?}", snake_case(name)),
-        );
+            // `Charset`, and any rule protocol adds later.
+            _ => sink.add(
+                Rule::NameCharset,
+                "/name",
+                message,
+                format!("rename it {:?}", snake_case(name)),
+            ),
+        }
     }
     if !is_snake_case(name) {
         sink.add(
@@ -112,18 +107,13 @@ fn vague(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Finding;
+    use crate::finding::findings_of;
 
     fn rules(name: &str) -> Vec<&'static str> {
-        let mut out: Vec<Finding> = Vec::new();
-        let mut sink = Sink {
-            index: 0,
-            tool: name,
-            disabled: &[],
-            out: &mut out,
-        };
-        check(name, &mut sink);
-        out.iter().map(|f| f.rule.id()).collect()
+        findings_of(|sink| check(name, sink))
+            .iter()
+            .map(|f| f.rule.id())
+            .collect()
     }
 
     #[test]

@@ -3,11 +3,12 @@
 //! ranges, `items`, property types and descriptions, misspelled keywords).
 
 use serde_json::{Map, Value, json};
-use toolwright_schema::{SchemaError, Validator};
+use toolwright_schema::{
+    SchemaError, Subschema, Validator, json_kind, resolve_local, walk_subschemas,
+};
 
 use crate::finding::{Rule, Sink, push_pointer};
 use crate::keywords::{SCHEMA_KEYWORDS, check_keys};
-use crate::walk::{Node, resolve_local, walk};
 
 /// Which of the tool's two schemas is being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +33,7 @@ pub(crate) fn check(schema: &Value, which: Which, sink: &mut Sink<'_>) {
     if !check_root(schema, which, sink) {
         return;
     }
-    walk(schema, base, &mut |node| {
+    walk_subschemas(schema, base, &mut |node| {
         check_node(schema, node, which, sink)
     });
     compile(schema, base, sink);
@@ -41,7 +42,7 @@ pub(crate) fn check(schema: &Value, which: Which, sink: &mut Sink<'_>) {
 /// Root rules; false when the schema cannot be looked into at all.
 fn check_root(schema: &Value, which: Which, sink: &mut Sink<'_>) -> bool {
     let base = which.base();
-    let kind = kind_of(schema);
+    let kind = json_kind(schema);
     match which {
         Which::Input => {
             if !schema.is_object() {
@@ -173,7 +174,7 @@ fn report_compile_error(err: SchemaError, schema: &Value, base: &str, sink: &mut
     }
 }
 
-fn check_node(root: &Value, node: &Node<'_>, which: Which, sink: &mut Sink<'_>) {
+fn check_node(root: &Value, node: &Subschema<'_>, which: Which, sink: &mut Sink<'_>) {
     if which == Which::Input && node.property.is_some() {
         check_property(root, node, sink);
     }
@@ -191,7 +192,7 @@ fn check_node(root: &Value, node: &Node<'_>, which: Which, sink: &mut Sink<'_>) 
     }
 }
 
-fn check_property(root: &Value, node: &Node<'_>, sink: &mut Sink<'_>) {
+fn check_property(root: &Value, node: &Subschema<'_>, sink: &mut Sink<'_>) {
     let name = node.property.unwrap_or_default();
     let map = match node.schema {
         Value::Object(map) => Some(map),
@@ -436,7 +437,12 @@ fn check_array(map: &Map<String, Value>, at: &str, sink: &mut Sink<'_>) {
 /// The name under which the root is embedded when a subschema is compiled on its own.
 const EMBEDDED_ROOT: &str = "__toolwright_lint_root";
 
-fn check_default(root: &Value, node: &Node<'_>, map: &Map<String, Value>, sink: &mut Sink<'_>) {
+fn check_default(
+    root: &Value,
+    node: &Subschema<'_>,
+    map: &Map<String, Value>,
+    sink: &mut Sink<'_>,
+) {
     let default = &map["default"];
     // Compile the subschema in the context of its document, so local references resolve:
     // the root goes under $defs, next to copies of its own $defs and definitions.
@@ -528,17 +534,6 @@ fn show_num(v: f64) -> String {
         format!("{}", v as i64)
     } else {
         format!("{v}")
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -6,8 +6,13 @@
 //! on, and nothing that touches a socket:
 //!
 //! - [`version`]: the protocol versions and what each one allows.
+//! - [`error`]: [`ToolNameError`] and [`ParamHeaderError`], the rules a tool definition can
+//!   break.
 //! - [`method`]: method names parsed once into an enum, so dispatch is a `match`.
-//! - [`tool`]: the `Tool` definition with every field of the latest spec, and its annotations.
+//! - [`tool`]: the `Tool` definition with every field of the latest spec, its annotations,
+//!   and the tool-name rule ([`tool::check_name`]).
+//! - [`headers`]: modern HTTP header values and the `x-mcp-header` parameters
+//!   ([`ParamHeaders`]).
 //! - [`content`]: content blocks and `CallToolResult`.
 //! - [`lifecycle`]: `initialize`, capabilities, `server/discover`, implementation info.
 //! - [`meta`]: the modern per-request `_meta` keys and their parsing.
@@ -19,6 +24,8 @@
 //! fields in JSON Schemas are kept: schemas are plain `serde_json::Value`s.
 
 pub mod content;
+pub mod error;
+pub mod headers;
 pub mod lifecycle;
 pub mod logging;
 pub mod meta;
@@ -29,6 +36,8 @@ pub mod tool;
 pub mod version;
 
 pub use content::{CallToolResult, Content, ContentAnnotations, ResourceContents, Role};
+pub use error::{ParamHeaderError, ToolNameError};
+pub use headers::{ParamHeader, ParamHeaders};
 pub use lifecycle::{
     ClientCapabilities, DiscoverResult, Implementation, InitializeParams, InitializeResult,
     ServerCapabilities,

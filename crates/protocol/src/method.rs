@@ -85,11 +85,6 @@ impl<'a> Method<'a> {
                 | Self::RootsListChanged
         )
     }
-
-    /// True for methods that exist only in the modern era.
-    pub fn is_modern_only(self) -> bool {
-        matches!(self, Self::ServerDiscover | Self::SubscriptionsListen)
-    }
 }
 
 #[cfg(test)]
@@ -102,7 +97,6 @@ mod tests {
         assert_eq!(Method::parse("server/discover"), Method::ServerDiscover);
         assert_eq!(Method::parse("tools/cal"), Method::Unknown("tools/cal"));
         assert!(Method::parse("ping").is_legacy_only());
-        assert!(Method::parse("server/discover").is_modern_only());
         assert!(!Method::parse("tools/list").is_legacy_only());
     }
 }

@@ -1,6 +1,6 @@
 //! The MCP `Tool` definition, with every field of the latest spec.
 
-use crate::{JsonObject, ProtocolVersion};
+use crate::{JsonObject, ParamHeaderError, ParamHeaders, ProtocolVersion, ToolNameError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -84,6 +84,15 @@ impl Tool {
             .as_deref()
             .or_else(|| self.annotations.as_ref().and_then(|a| a.title.as_deref()))
             .unwrap_or(&self.name)
+    }
+
+    /// The `x-mcp-header` parameters of `input_schema`, compiled.
+    ///
+    /// # Errors
+    ///
+    /// When a declaration breaks the spec's rules: clients must not call such a tool.
+    pub fn param_headers(&self) -> Result<ParamHeaders, ParamHeaderError> {
+        ParamHeaders::compile(&self.input_schema)
     }
 
     /// The annotations, or the all-defaults set when none were given.
@@ -207,27 +216,49 @@ pub enum TaskSupport {
     Required,
 }
 
-/// Checks a tool name against the spec's rule: 1–128 characters of `A-Za-z0-9_.-`.
-/// Returns a sentence saying what is wrong, or `None` when the name is fine.
-pub fn name_problem(name: &str) -> Option<String> {
+/// Most characters a tool name may have (SEP-986, in the spec text since 2025-11-25).
+pub const MAX_NAME_LEN: usize = 128;
+
+/// Whether `c` may appear in a tool name: `A-Z`, `a-z`, `0-9`, `_`, `-` or `.`.
+pub fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// Every way `name` breaks the spec's rule (1–128 characters of `A-Za-z0-9_.-`), in the
+/// order [`ToolNameError`]'s variants are listed: empty when the name is fine. An empty
+/// name gives [`ToolNameError::Empty`] alone.
+pub fn name_errors(name: &str) -> Vec<ToolNameError> {
     if name.is_empty() {
-        return Some("the name is empty".into());
+        return vec![ToolNameError::Empty];
     }
+    let mut out = Vec::new();
     let len = name.chars().count();
-    if len > 128 {
-        return Some(format!(
-            "the name is {len} characters long; at most 128 are allowed"
-        ));
+    if len > MAX_NAME_LEN {
+        out.push(ToolNameError::TooLong {
+            name: name.to_owned(),
+            len,
+        });
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-    {
-        return Some(format!(
-            "the name contains {c:?}; only A-Z, a-z, 0-9, '_', '-' and '.' are allowed"
-        ));
+    let chars: Vec<char> = name.chars().filter(|c| !is_name_char(*c)).collect();
+    if !chars.is_empty() {
+        out.push(ToolNameError::Charset {
+            name: name.to_owned(),
+            chars,
+        });
     }
-    None
+    out
+}
+
+/// Checks a tool name against the spec's rule: 1–128 characters of `A-Za-z0-9_.-`.
+///
+/// # Errors
+///
+/// The first of [`name_errors`].
+pub fn check_name(name: &str) -> Result<(), ToolNameError> {
+    match name_errors(name).into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -297,16 +328,33 @@ mod tests {
         assert_eq!(t.display_name(), "T");
     }
 
-    #[test]
-    fn name_rule() {
-        assert_eq!(name_problem("get_weather"), None);
-        assert_eq!(name_problem("a.b-c_D9"), None);
-        assert!(name_problem("").is_some());
-        assert!(name_problem("has space").is_some());
-        assert!(name_problem("a,b").is_some());
-        assert!(name_problem("ns/tool").is_some());
-        assert!(name_problem(&"x".repeat(128)).is_none());
-        assert!(name_problem(&"x".repeat(129)).is_some());
-        assert!(name_problem("é").is_some());
+    macro_rules! names {
+        ($($case:ident: $name:expr => $errors:expr;)*) => {$(
+            #[test]
+            fn $case() {
+                let name: String = $name;
+                let errors: Vec<String> = name_errors(&name).iter().map(ToString::to_string).collect();
+                let want: &[&str] = &$errors;
+                assert_eq!(errors, want, "{name:?}");
+                assert_eq!(check_name(&name).is_ok(), want.is_empty());
+                let first = check_name(&name).err().map(|e| e.to_string());
+                assert_eq!(first.as_deref(), want.first().copied());
+            }
+        )*};
+    }
+
+    const CHARSET: &str = "only A-Z, a-z, 0-9, '_', '-' and '.' are allowed";
+
+    names! {
+        name_plain: "get_weather".into() => [];
+        name_every_class: "a.b-c_D9".into() => [];
+        name_longest: "x".repeat(128) => [];
+        name_empty: String::new() => ["the name is empty"];
+        name_space: "has space".into() => [&format!("the name contains ' '; {CHARSET}")];
+        name_comma: "a,b".into() => [&format!("the name contains ','; {CHARSET}")];
+        name_slashes: "ns/tool/x".into() => [&format!("the name contains '/' and more; {CHARSET}")];
+        name_non_ascii: "é".into() => [&format!("the name contains 'é'; {CHARSET}")];
+        name_too_long: "x".repeat(129) => ["the name is 129 characters long; the spec allows at most 128"];
+        name_long_and_odd: " ".repeat(130) => ["the name is 130 characters long; the spec allows at most 128", &format!("the name contains ' ' and more; {CHARSET}")];
     }
 }

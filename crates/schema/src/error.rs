@@ -56,8 +56,10 @@ pub(crate) fn display_pointer(pointer: &str) -> &str {
     if pointer.is_empty() { "/" } else { pointer }
 }
 
-/// The kind of a JSON value with its article, for messages.
-pub(crate) fn json_kind(value: &Value) -> &'static str {
+/// The kind of a JSON value with its article, for messages: `null`, `a boolean`,
+/// `a number`, `a string`, `an array` or `an object`.
+#[must_use]
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -40,12 +40,15 @@
 //! - `pointer.rs`: JSON Pointer building, decoding and report order;
 //! - `validator.rs`: [`Options`], [`Validator`], and translating `jsonschema`'s errors;
 //! - `violation.rs`: [`Violation`], its ordering and messages, [`format_violations`];
-//! - `error.rs`: [`SchemaError`], the crate's one error type.
+//! - `subschema.rs`: [`walk_subschemas`] (every subschema, keyword-aware) and
+//!   [`resolve_local`], for tools that look into schemas (the MCP rules, the linter);
+//! - `error.rs`: [`SchemaError`], the crate's one error type, and [`json_kind`].
 
 mod dialect;
 mod error;
 mod pointer;
 mod refscan;
+mod subschema;
 mod validator;
 mod violation;
 
@@ -53,7 +56,9 @@ mod violation;
 mod tests;
 
 pub use dialect::{Dialect, dialect_of};
-pub use error::SchemaError;
+pub use error::{SchemaError, json_kind};
+pub use pointer::push_segment;
+pub use subschema::{MAX_WALK_DEPTH, Subschema, resolve_local, walk_subschemas};
 pub use validator::{Options, Validator};
 pub use violation::{Violation, format_violations};
 

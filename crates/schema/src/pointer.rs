@@ -3,8 +3,8 @@
 
 use std::cmp::Ordering;
 
-/// Append one segment to `pointer`, escaped (`~` as `~0`, `/` as `~1`).
-pub(crate) fn push_segment(pointer: &mut String, segment: &str) {
+/// Appends one segment to the JSON Pointer `pointer`, escaped (`~` as `~0`, `/` as `~1`).
+pub fn push_segment(pointer: &mut String, segment: &str) {
     pointer.push('/');
     for ch in segment.chars() {
         match ch {

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use toolwright_protocol::{CallToolResult, Implementation};
 use toolwright_schema::Validator;
-use toolwright_server::{Config, FnTool, Handled, Outbound, Server};
+use toolwright_server::{Config, Discard, FnTool, Handled, Outbound, Server};
 
 fn realistic_schema() -> serde_json::Value {
     json!({
@@ -42,11 +42,6 @@ fn validation(c: &mut Criterion) {
     });
 }
 
-struct Discard;
-impl Outbound for Discard {
-    fn send(&self, _: Vec<u8>) {}
-}
-
 fn dispatch(c: &mut Criterion) {
     let server = Server::new(Implementation::new("bench", "0"), Config::default());
     server
@@ -72,14 +67,14 @@ fn dispatch(c: &mut Criterion) {
     let session = server.new_session(sink.clone());
     let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"0"}}}"#;
     assert!(matches!(
-        server.handle_bytes(&session, init, &sink),
+        server.handle(&session, server.read(init), &sink),
         Handled::Reply(_)
     ));
     let line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}"#;
     c.bench_function("dispatch tools/call add (legacy)", |b| {
         b.iter(
-            || match server.handle_bytes(&session, black_box(line), &sink) {
-                Handled::Reply(r) | Handled::ReplyThen(r, _) => r,
+            || match server.handle(&session, server.read(black_box(line)), &sink) {
+                Handled::Reply(r) => r,
                 _ => unreachable!("add answers at once"),
             },
         )
@@ -87,15 +82,15 @@ fn dispatch(c: &mut Criterion) {
     let modern = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     c.bench_function("dispatch tools/call add (modern)", |b| {
         b.iter(
-            || match server.handle_bytes(&session, black_box(modern), &sink) {
-                Handled::Reply(r) | Handled::ReplyThen(r, _) => r,
+            || match server.handle(&session, server.read(black_box(modern)), &sink) {
+                Handled::Reply(r) => r,
                 _ => unreachable!("add answers at once"),
             },
         )
     });
     let list = br#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#;
     c.bench_function("dispatch tools/list (cached page)", |b| {
-        b.iter(|| server.handle_bytes(&session, black_box(list), &sink))
+        b.iter(|| server.handle(&session, server.read(black_box(list)), &sink))
     });
 }
 

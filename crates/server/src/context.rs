@@ -3,10 +3,11 @@
 
 use crate::error::ClientRequestError;
 use crate::session::{Outbound, Session};
+use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::RequestId;
@@ -57,11 +58,7 @@ impl ToolContext {
     /// A context for running a tool outside any connection (the CLI's in-process
     /// `toolwright call`, tests): no client, so progress and logs go to `sink` if given.
     pub fn detached(roots: Vec<PathBuf>, sink: Option<Arc<dyn Outbound>>) -> Self {
-        struct Discard;
-        impl Outbound for Discard {
-            fn send(&self, _: Vec<u8>) {}
-        }
-        let sink: Arc<dyn Outbound> = sink.unwrap_or_else(|| Arc::new(Discard));
+        let sink: Arc<dyn Outbound> = sink.unwrap_or_else(|| Arc::new(crate::session::Discard));
         ToolContext::new(Scope {
             request_id: RequestId::Number(0),
             version: ProtocolVersion::LATEST,
@@ -124,11 +121,7 @@ impl ToolContext {
         };
         // Checked and sent under one lock, so concurrent reporters never send a value
         // that goes down.
-        let mut last = self
-            .inner
-            .last_progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut last = self.inner.last_progress.lock();
         if progress.is_nan() || progress <= *last {
             return;
         }
@@ -206,12 +199,7 @@ impl ToolContext {
             _ => ("", true),
         };
         if !declared {
-            *self
-                .inner
-                .inputs
-                .missing_capability
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = Some(cap);
+            *self.inner.inputs.missing_capability.lock() = Some(cap);
             return Err(ClientRequestError::NotSupported(cap));
         }
         if self.inner.version.is_modern() {
@@ -225,7 +213,6 @@ impl ToolContext {
             inputs
                 .asked
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
                 .insert(key, json!({"method": method, "params": params}));
             return Err(ClientRequestError::InputRequired);
         }
@@ -245,22 +232,12 @@ impl ToolContext {
 
     /// Questions this call asked a modern client and has no answer for yet.
     pub(crate) fn pending_inputs(&self) -> Map<String, Value> {
-        self.inner
-            .inputs
-            .asked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.inputs.asked.lock().clone()
     }
 
     /// A capability a request needed that the client did not declare.
     pub(crate) fn missing_capability(&self) -> Option<&'static str> {
-        *self
-            .inner
-            .inputs
-            .missing_capability
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        *self.inner.inputs.missing_capability.lock()
     }
 
     /// Answers gathered so far (for sealing into the next `requestState`).

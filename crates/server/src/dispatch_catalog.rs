@@ -1,7 +1,8 @@
 //! Dispatch of resources, prompts and completion requests.
 
-use crate::dispatch::{Era, Handled, ReplyFuture};
+use crate::era::Era;
 use crate::error::ToolError;
+use crate::reply::{Handled, Reply, ReplyFuture, panic_text, parse_params, parse_required};
 use crate::server::Server;
 use crate::session::{Outbound, Session};
 use futures_util::FutureExt;
@@ -17,13 +18,6 @@ use toolwright_protocol::{ClientCapabilities, RequestMeta};
 
 /// Most completion values a reply carries (the spec's limit).
 const MAX_COMPLETIONS: usize = 100;
-
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
 
 impl Server {
     pub(crate) fn capabilities_catalog(&self, caps: &mut toolwright_protocol::ServerCapabilities) {
@@ -92,9 +86,9 @@ impl Server {
         id: &RequestId,
         params: Option<&RawValue>,
         which: &str,
-    ) -> Result<Vec<u8>, ErrorObject> {
-        let p: PaginatedParams = crate::dispatch::parse_params(params)?;
-        let era = self.era(session, p.meta.as_ref())?;
+    ) -> Result<Reply, ErrorObject> {
+        let p: PaginatedParams = parse_params(params)?;
+        let era = Era::resolve(p.meta.as_ref(), session)?;
         if let Some(c) = p.cursor {
             return Err(ErrorObject::invalid_params(format!(
                 "invalid cursor {c:?}: it was not issued by this server"
@@ -116,24 +110,18 @@ impl Server {
             }
         };
         self.add_cache_fields(&era, &mut value);
-        Ok(self.result_line(id, &era, value))
+        Ok(self.result(id, &era, value))
     }
 
     pub(crate) fn resources_read(
         &self,
         session: &Arc<Session>,
-        id: RequestId,
+        id: &RequestId,
         params: Option<&RawValue>,
         sink: &Arc<dyn Outbound>,
-    ) -> Handled {
-        let p: UriParams = match crate::dispatch::parse_required(params) {
-            Ok(p) => p,
-            Err(e) => return crate::dispatch::error_reply(&id, e),
-        };
-        let era = match self.era(session, p.meta.as_ref()) {
-            Ok(e) => e,
-            Err(e) => return crate::dispatch::error_reply(&id, e),
-        };
+    ) -> Result<Handled, ErrorObject> {
+        let p: UriParams = parse_required(params)?;
+        let era = Era::resolve(p.meta.as_ref(), session)?;
         let uri = p.uri.clone();
         let fixed = self.inner.catalog.resource(&uri);
         let template = if fixed.is_none() {
@@ -142,21 +130,18 @@ impl Server {
             None
         };
         if fixed.is_none() && template.is_none() {
-            return crate::dispatch::error_reply(&id, self.not_found(&era, &uri));
+            return Err(self.not_found(&era, &uri));
         }
         let target = Value::String(uri.clone());
-        let answers = match self.open_state(
+        let answers = self.open_state(
             &era,
             p.request_state.as_deref(),
             "resources/read",
             &uri,
             &target,
             p.input_responses,
-        ) {
-            Ok(a) => a,
-            Err(e) => return crate::dispatch::error_reply(&id, e),
-        };
-        let (cancel, ctx) = self.catalog_context(session, &id, &era, p.meta, sink, answers);
+        )?;
+        let (cancel, ctx) = self.catalog_context(session, id, &era, p.meta, sink, answers);
         let server = self.clone();
         let rid = id.clone();
         let fut: ReplyFuture = Box::pin(async move {
@@ -184,34 +169,28 @@ impl Server {
                 Ok(Ok(contents)) => {
                     let mut value = json!({"contents": contents});
                     server.add_cache_fields(&era, &mut value);
-                    Some(server.result_line(&rid, &era, value))
+                    Some(server.result(&rid, &era, value))
                 }
                 Ok(Err(ToolError::Cancelled)) => None,
                 Ok(Err(ToolError::Failed(m) | ToolError::InvalidArguments(m)))
                     if m.starts_with("not found") =>
                 {
-                    Some(crate::dispatch::error_line(
-                        Some(&rid),
-                        &server.not_found(&era, &uri),
-                    ))
+                    Some(Reply::error(Some(&rid), &server.not_found(&era, &uri)))
                 }
-                Ok(Err(e)) => Some(crate::dispatch::error_line(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("reading {uri} failed: {e}")),
-                )),
-                Err(p) => Some(crate::dispatch::error_line(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("reading {uri} panicked: {}", panic_text(p))),
+                Ok(Err(e)) => Some(Reply::internal(&rid, format!("reading {uri} failed: {e}"))),
+                Err(p) => Some(Reply::internal(
+                    &rid,
+                    format!("reading {uri} panicked: {}", panic_text(&*p)),
                 )),
             }
         });
-        self.drive(
+        Ok(self.drive(
             session,
-            id,
+            id.clone(),
             cancel,
             || format!("resources/read {}", p.uri),
             fut,
-        )
+        ))
     }
 
     fn open_state(
@@ -231,7 +210,7 @@ impl Server {
                 self.inner
                     .state_key
                     .open(s, method, target, args)
-                    .map_err(ErrorObject::invalid_params)?
+                    .map_err(|why| ErrorObject::invalid_params(why.to_string()))?
                     .a
             }
             None => Map::new(),
@@ -246,15 +225,9 @@ impl Server {
         id: &RequestId,
         params: Option<&RawValue>,
         subscribe: bool,
-    ) -> Result<Vec<u8>, ErrorObject> {
-        let m = if subscribe {
-            "resources/subscribe"
-        } else {
-            "resources/unsubscribe"
-        };
-        self.refuse_if_modern(session, params, m)?;
-        let p: UriParams = crate::dispatch::parse_required(params)?;
-        let era = self.era(session, None)?;
+    ) -> Result<Reply, ErrorObject> {
+        let p: UriParams = parse_required(params)?;
+        let era = Era::resolve(None, session)?;
         if !self.inner.catalog.has_resources() {
             return Err(ErrorObject::method_not_found("resources/subscribe"));
         }
@@ -268,29 +241,23 @@ impl Server {
         } else {
             session.unsubscribe(&p.uri);
         }
-        Ok(self.result_line(id, &era, json!({})))
+        Ok(self.result(id, &era, json!({})))
     }
 
     pub(crate) fn prompts_get(
         &self,
         session: &Arc<Session>,
-        id: RequestId,
+        id: &RequestId,
         params: Option<&RawValue>,
         sink: &Arc<dyn Outbound>,
-    ) -> Handled {
-        let p: GetPromptParams = match crate::dispatch::parse_required(params) {
-            Ok(p) => p,
-            Err(e) => return crate::dispatch::error_reply(&id, e),
-        };
-        let era = match self.era(session, p.meta.as_ref()) {
-            Ok(e) => e,
-            Err(e) => return crate::dispatch::error_reply(&id, e),
-        };
+    ) -> Result<Handled, ErrorObject> {
+        let p: GetPromptParams = parse_required(params)?;
+        let era = Era::resolve(p.meta.as_ref(), session)?;
         let Some((def, handler)) = self.inner.catalog.prompt(&p.name) else {
-            return crate::dispatch::error_reply(
-                &id,
-                ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)),
-            );
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown prompt: {}",
+                p.name
+            )));
         };
         let args = p.arguments.clone().unwrap_or_default();
         for a in def.arguments.iter().flatten() {
@@ -299,28 +266,24 @@ impl Server {
                     "prompt {} needs the argument {:?}",
                     p.name, a.name
                 ));
-                return crate::dispatch::error_reply(&id, e);
+                return Err(e);
             }
         }
         if let Some((k, _)) = args.iter().find(|(_, v)| !v.is_string()) {
-            return crate::dispatch::error_reply(
-                &id,
-                ErrorObject::invalid_params(format!("prompt argument {k:?} must be a string")),
-            );
+            return Err(ErrorObject::invalid_params(format!(
+                "prompt argument {k:?} must be a string"
+            )));
         }
         let args_value = Value::Object(args.clone());
-        let answers = match self.open_state(
+        let answers = self.open_state(
             &era,
             p.request_state.as_deref(),
             "prompts/get",
             &p.name,
             &args_value,
             p.input_responses,
-        ) {
-            Ok(a) => a,
-            Err(e) => return crate::dispatch::error_reply(&id, e),
-        };
-        let (cancel, ctx) = self.catalog_context(session, &id, &era, p.meta, sink, answers);
+        )?;
+        let (cancel, ctx) = self.catalog_context(session, id, &era, p.meta, sink, answers);
         let server = self.clone();
         let rid = id.clone();
         let name = p.name.clone();
@@ -335,27 +298,27 @@ impl Server {
                 return (!ctx.is_cancelled()).then_some(reply);
             }
             match outcome {
-                Ok(Ok(r)) => Some(server.result_line(
-                    &rid,
-                    &era,
-                    serde_json::to_value(r).expect("serializes"),
-                )),
+                Ok(Ok(r)) => {
+                    Some(server.result(&rid, &era, serde_json::to_value(r).expect("serializes")))
+                }
                 Ok(Err(ToolError::Cancelled)) => None,
-                Ok(Err(ToolError::InvalidArguments(m))) => Some(crate::dispatch::error_line(
-                    Some(&rid),
-                    &ErrorObject::invalid_params(m),
-                )),
-                Ok(Err(e)) => Some(crate::dispatch::error_line(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("prompt {name} failed: {e}")),
-                )),
-                Err(p) => Some(crate::dispatch::error_line(
-                    Some(&rid),
-                    &ErrorObject::internal(format!("prompt {name} panicked: {}", panic_text(p))),
+                Ok(Err(ToolError::InvalidArguments(m))) => {
+                    Some(Reply::error(Some(&rid), &ErrorObject::invalid_params(m)))
+                }
+                Ok(Err(e)) => Some(Reply::internal(&rid, format!("prompt {name} failed: {e}"))),
+                Err(p) => Some(Reply::internal(
+                    &rid,
+                    format!("prompt {name} panicked: {}", panic_text(&*p)),
                 )),
             }
         });
-        self.drive(session, id, cancel, || format!("prompt {}", p.name), fut)
+        Ok(self.drive(
+            session,
+            id.clone(),
+            cancel,
+            || format!("prompt {}", p.name),
+            fut,
+        ))
     }
 
     pub(crate) fn complete(
@@ -363,9 +326,9 @@ impl Server {
         session: &Arc<Session>,
         id: &RequestId,
         params: Option<&RawValue>,
-    ) -> Result<Vec<u8>, ErrorObject> {
-        let p: CompleteParams = crate::dispatch::parse_required(params)?;
-        let era = self.era(session, p.meta.as_ref())?;
+    ) -> Result<Reply, ErrorObject> {
+        let p: CompleteParams = parse_required(params)?;
+        let era = Era::resolve(p.meta.as_ref(), session)?;
         let resolved: Map<String, Value> = p
             .context
             .as_ref()
@@ -391,6 +354,6 @@ impl Server {
         values.truncate(MAX_COMPLETIONS);
         let completion =
             json!({"values": values, "total": total, "hasMore": total > MAX_COMPLETIONS});
-        Ok(self.result_line(id, &era, json!({"completion": completion})))
+        Ok(self.result(id, &era, json!({"completion": completion})))
     }
 }

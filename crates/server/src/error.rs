@@ -23,6 +23,10 @@ pub enum ToolError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// Modern era: the tool needs an answer from the client that this request does not
+    /// carry yet; the call ends with an `input_required` result asking for it.
+    #[error("input required from the client")]
+    InputRequired,
 }
 
 /// Why a tool could not be registered.
@@ -41,7 +45,7 @@ pub enum RegisterError {
         /// The name.
         name: String,
         /// What is wrong with it.
-        reason: String,
+        reason: toolwright_protocol::ToolNameError,
     },
     /// `inputSchema` does not have `type: "object"` at its root.
     #[error("tool {name:?}: inputSchema must have \"type\": \"object\" at its root, found {found}")]
@@ -62,6 +66,16 @@ pub enum RegisterError {
     InvalidTemplate {
         /// The template.
         template: String,
+    },
+    /// An `x-mcp-header` declaration in `inputSchema` breaks the spec's rules (clients
+    /// would drop the tool).
+    #[error("tool {name:?}: {source}")]
+    ParamHeader {
+        /// The tool.
+        name: String,
+        /// What is wrong.
+        #[source]
+        source: Box<toolwright_protocol::ParamHeaderError>,
     },
     /// A schema does not compile (invalid, unsupported dialect, or a network `$ref`).
     #[error("tool {name:?}: {which} does not compile: {source}")]
@@ -105,8 +119,34 @@ pub enum ClientRequestError {
 impl From<ClientRequestError> for ToolError {
     fn from(e: ClientRequestError) -> Self {
         match e {
-            ClientRequestError::InputRequired => ToolError::Cancelled,
+            ClientRequestError::InputRequired => ToolError::InputRequired,
             other => ToolError::Failed(other.to_string()),
         }
     }
+}
+
+/// Why a modern `requestState` token was refused (becomes -32602).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// Not a token this server's format can read.
+    #[error("requestState is malformed")]
+    Malformed,
+    /// The integrity tag does not match.
+    #[error("requestState failed its integrity check (altered or from another server)")]
+    Tampered,
+    /// Past its time to live.
+    #[error("requestState has expired; start the request again without it")]
+    Expired,
+    /// Sealed for another method, target or arguments.
+    #[error("requestState belongs to a different request")]
+    OtherRequest,
+}
+
+/// A `tools/list` cursor this server did not issue (becomes -32602).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid cursor {cursor:?}: it was not issued by this server")]
+pub struct CursorError {
+    /// The cursor as sent.
+    pub cursor: String,
 }

@@ -11,27 +11,57 @@
 //! registration) before the tool runs; `structuredContent` is validated against
 //! `outputSchema` after it returns.
 //!
-//! Layout:
+//! # The path of a `tools/call`
+//!
+//! Over stdio, [`stdio`] splits what it reads into lines; each line goes through
+//! [`Server::read`], which parses a `tools/call` in one pass with its params into
+//! [`Inbound::Call`], and then to [`Server::handle`], the one entry point. Over HTTP,
+//! `toolwright-http` reads the POST body with the same [`Server::read`], asks
+//! [`era::claim`] (the one rule, from `params._meta` and the `MCP-Protocol-Version` header)
+//! whether the message is modern or legacy, checks a modern request's headers against its
+//! body, picks the session (a throwaway one for a modern request, the legacy session its
+//! `Mcp-Session-Id` names, or [`Session::stateless`] at the header's version) and calls the
+//! same [`Server::handle`]. There, `call.rs` resolves the request's [`Era`]
+//! ([`Era::resolve`]: the modern `_meta` or the session's negotiated version), finds the
+//! tool in the registry snapshot, checks required client capabilities, validates the
+//! arguments against the compiled `inputSchema`, runs the tool (polled once at once; a
+//! call that must wait is tracked, bounded by the call timeout and cancellable), validates
+//! `structuredContent` against `outputSchema` and writes the line. What comes back is
+//! [`Handled`]: nothing, a [`Reply`] (the line, its [`Outcome`] — result or error code, from
+//! which HTTP picks its status without reading bytes — and what the call still holds, freed
+//! after the write), or a future of one.
+//!
+//! # Layout
+//!
 //! - [`tool`]: the [`Tool`] trait, [`FnTool`] (definition as data + closure) and
 //!   [`TypedTool`] (schemas derived from Rust types).
 //! - [`context`]: [`ToolContext`] — cancellation, progress, logging, roots.
 //! - [`registry`]: lock-free snapshots of the registered tools, cached `tools/list` pages.
 //! - [`server`]: [`Server`], registration and change notifications.
-//! - [`dispatch`]: one `match` over the methods, era resolution, the call path.
+//! - [`dispatch`]: [`Server::read`], [`Server::handle`] and the one `match` over methods.
+//! - [`era`]: which era a request belongs to. [`reply`]: typed replies and line writers.
+//! - `call.rs`: the `tools/call` pipeline; `lifecycle.rs`: `initialize`, `ping`,
+//!   `server/discover`, `tools/list`, `logging/setLevel`, notifications; `listen.rs`:
+//!   `subscriptions/listen`; `dispatch_catalog.rs`: resources, prompts and completion.
 //! - [`session`]: per-connection state and the [`Outbound`] sink trait.
 //! - [`stdio`]: newline-delimited JSON-RPC over stdin/stdout.
 //! - [`catalog`]: resources, resource templates and prompts.
 //! - [`mrtr`]: modern `input_required` round trips and the sealed `requestState`.
 //! - [`config`], [`error`].
 
+mod call;
 pub mod catalog;
 pub mod config;
 pub mod context;
 pub mod dispatch;
 mod dispatch_catalog;
+pub mod era;
 pub mod error;
+mod lifecycle;
+mod listen;
 pub mod mrtr;
 pub mod registry;
+pub mod reply;
 pub mod server;
 pub mod session;
 pub mod stdio;
@@ -40,10 +70,12 @@ pub mod tool;
 pub use catalog::{BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, UriTemplate};
 pub use config::{Config, InputErrorMode};
 pub use context::ToolContext;
-pub use dispatch::{Handled, Spent};
+pub use dispatch::Inbound;
+pub use era::Era;
 pub use error::{ClientRequestError, RegisterError, ToolError};
+pub use reply::{Handled, Outcome, Reply, ReplyFuture, Spent};
 pub use server::{Event, Server};
-pub use session::{Outbound, Session};
+pub use session::{Discard, Outbound, Session};
 pub use stdio::{serve_io, serve_stdio, serve_stdio_lazy};
 pub use tool::{FnTool, Tool, ToolFuture, Typed, TypedTool};
 pub use toolwright_protocol::Tool as ToolDefinition;

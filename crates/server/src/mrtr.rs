@@ -12,6 +12,7 @@
 //! URI), a digest of the arguments and an expiry. A state that was altered, is too old, or
 //! belongs to another call is refused with -32602.
 
+use crate::error::StateError;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -147,26 +148,23 @@ impl StateKey {
         method: &str,
         target: &str,
         args: &Value,
-    ) -> Result<StatePayload, String> {
-        let (body, tag) = token.split_once('.').ok_or("requestState is malformed")?;
+    ) -> Result<StatePayload, StateError> {
+        let (body, tag) = token.split_once('.').ok_or(StateError::Malformed)?;
         let body = URL_SAFE_NO_PAD
             .decode(body)
-            .map_err(|_| "requestState is malformed")?;
+            .map_err(|_| StateError::Malformed)?;
         let tag = URL_SAFE_NO_PAD
             .decode(tag)
-            .map_err(|_| "requestState is malformed")?;
+            .map_err(|_| StateError::Malformed)?;
         let mut mac = HmacSha256::new_from_slice(&self.0).expect("any key length works");
         mac.update(&body);
-        mac.verify_slice(&tag).map_err(
-            |_| "requestState failed its integrity check (altered or from another server)",
-        )?;
-        let p: StatePayload =
-            serde_json::from_slice(&body).map_err(|_| "requestState is malformed")?;
+        mac.verify_slice(&tag).map_err(|_| StateError::Tampered)?;
+        let p: StatePayload = serde_json::from_slice(&body).map_err(|_| StateError::Malformed)?;
         if p.e < now_ms() {
-            return Err("requestState has expired; start the request again without it".into());
+            return Err(StateError::Expired);
         }
         if p.m != method || p.t != target || p.d != digest(args) {
-            return Err("requestState belongs to a different request".into());
+            return Err(StateError::OtherRequest);
         }
         Ok(p)
     }
@@ -250,7 +248,7 @@ mod tests {
         ];
         for (tok, m, t, a, why) in cases {
             let err = key().open(tok, m, t, &a).unwrap_err();
-            assert!(err.contains(why), "{err} should say {why}");
+            assert!(err.to_string().contains(why), "{err} should say {why}");
         }
         assert!(
             StateKey::random()

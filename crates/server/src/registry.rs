@@ -5,15 +5,17 @@
 //! caches the serialized `tools/list` pages per wire shape the first time they are asked
 //! for, so listing 1,000 tools is a copy of bytes, not 1,000 serializations.
 
-use crate::error::RegisterError;
+use crate::error::{CursorError, RegisterError};
 use crate::tool::Tool;
 use arc_swap::ArcSwap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, OnceLock};
-use toolwright_protocol::tool::name_problem;
+use std::sync::{Arc, OnceLock};
+use toolwright_protocol::headers::ParamHeaders;
+use toolwright_protocol::tool::check_name;
 use toolwright_protocol::{ClientCapabilities, ProtocolVersion, Tool as ToolDefinition};
 use toolwright_schema::Validator;
 
@@ -29,6 +31,9 @@ pub struct Entry {
     pub output: Option<Validator>,
     /// Capabilities the tool needs from the client.
     pub required_capabilities: Option<ClientCapabilities>,
+    /// The `x-mcp-header` arguments of `inputSchema` (mirrored in modern HTTP headers),
+    /// compiled once.
+    pub param_headers: ParamHeaders,
 }
 
 impl Entry {
@@ -36,7 +41,7 @@ impl Entry {
     pub fn compile(handler: Arc<dyn Tool>) -> Result<Entry, RegisterError> {
         let definition = handler.definition();
         let name = definition.name.clone();
-        if let Some(reason) = name_problem(&name) {
+        if let Err(reason) = check_name(&name) {
             return Err(RegisterError::InvalidName { name, reason });
         }
         match definition.input_schema.get("type") {
@@ -73,12 +78,19 @@ impl Entry {
             None => None,
         };
         let required_capabilities = handler.required_client_capabilities();
+        let param_headers = ParamHeaders::compile(&definition.input_schema).map_err(|source| {
+            RegisterError::ParamHeader {
+                name: name.clone(),
+                source: Box::new(source),
+            }
+        })?;
         Ok(Entry {
             definition,
             handler,
             input,
             output,
             required_capabilities,
+            param_headers,
         })
     }
 }
@@ -215,7 +227,11 @@ impl Snapshot {
 
     /// The page that starts at `cursor` (or the first page), in the wire shape of `version`.
     /// A cursor this server did not hand out is an error.
-    pub fn page(&self, cursor: Option<&str>, version: ProtocolVersion) -> Result<Page<'_>, String> {
+    pub fn page(
+        &self,
+        cursor: Option<&str>,
+        version: ProtocolVersion,
+    ) -> Result<Page<'_>, CursorError> {
         let start = match cursor {
             None => 0,
             Some(c) => self.decode_cursor(c)?,
@@ -240,8 +256,10 @@ impl Snapshot {
         }
     }
 
-    fn decode_cursor(&self, cursor: &str) -> Result<usize, String> {
-        let bad = || format!("invalid cursor {cursor:?}: it was not issued by this server");
+    fn decode_cursor(&self, cursor: &str) -> Result<usize, CursorError> {
+        let bad = || CursorError {
+            cursor: cursor.to_owned(),
+        };
         let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
         let text = String::from_utf8(bytes).map_err(|_| bad())?;
         let last = text.strip_prefix("after:").ok_or_else(bad)?;
@@ -286,7 +304,7 @@ impl Registry {
     /// Adds a tool; see [`RegisterError`] for what is refused.
     pub fn register(&self, handler: Arc<dyn Tool>) -> Result<(), RegisterError> {
         let entry = Arc::new(Entry::compile(handler)?);
-        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.write.lock();
         let old = self.current.load();
         let name = entry.definition.name.as_str();
         let at = match old
@@ -309,7 +327,7 @@ impl Registry {
 
     /// Removes a tool by name; returns whether it was there.
     pub fn unregister(&self, name: &str) -> bool {
-        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.write.lock();
         let old = self.current.load();
         let Ok(at) = old
             .entries

@@ -9,8 +9,9 @@ use crate::mrtr::StateKey;
 use crate::registry::{Registry, Snapshot};
 use crate::session::{Outbound, Session};
 use crate::tool::Tool;
+use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use tokio::sync::broadcast;
 use toolwright_protocol::{Implementation, ProtocolVersion};
 
@@ -116,11 +117,8 @@ impl Server {
         }
     }
 
-    fn start_up(&self) -> std::sync::MutexGuard<'_, Option<StartUp>> {
-        self.inner
-            .start_up
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    fn start_up(&self) -> parking_lot::MutexGuard<'_, Option<StartUp>> {
+        self.inner.start_up.lock()
     }
 
     fn unready(info: Implementation, config: Config) -> Self {
@@ -197,11 +195,7 @@ impl Server {
     /// A new connection whose unsolicited messages go to `outbound`.
     pub fn new_session(&self, outbound: Arc<dyn Outbound>) -> Arc<Session> {
         let session = Session::new(outbound);
-        let mut sessions = self
-            .inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.inner.sessions.lock();
         sessions.retain(|w| w.strong_count() > 0);
         sessions.push(Arc::downgrade(&session));
         session
@@ -230,11 +224,7 @@ impl Server {
             let _ = events.send(event.clone());
         }
         let sessions: Vec<Arc<Session>> = {
-            let mut list = self
-                .inner
-                .sessions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut list = self.inner.sessions.lock();
             list.retain(|w| w.strong_count() > 0);
             list.iter().filter_map(Weak::upgrade).collect()
         };

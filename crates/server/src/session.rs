@@ -6,10 +6,11 @@
 //! cancellation (each modern request describes itself).
 
 use crate::error::ClientRequestError;
+use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{ErrorObject, RequestId};
@@ -28,6 +29,14 @@ pub trait Outbound: Send + Sync + 'static {
     fn close_stream(&self, _retry: std::time::Duration) -> bool {
         false
     }
+}
+
+/// An [`Outbound`] that drops every message: for requests handled outside any connection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Discard;
+
+impl Outbound for Discard {
+    fn send(&self, _: Vec<u8>) {}
 }
 
 /// What the legacy handshake settled.
@@ -75,6 +84,18 @@ impl Session {
         })
     }
 
+    /// A session that is already at legacy `version`, with no handshake: for a stateless
+    /// transport, where each request stands alone and the client's capabilities are unknown.
+    pub fn stateless(outbound: Arc<dyn Outbound>, version: ProtocolVersion) -> Arc<Self> {
+        let session = Session::new(outbound);
+        session.set_negotiated(Negotiated {
+            version,
+            client_capabilities: Arc::default(),
+            client_info: Implementation::new("stateless-http", "0"),
+        });
+        session
+    }
+
     /// The legacy handshake's outcome, once `initialize` was answered.
     pub fn negotiated(&self) -> Option<&Negotiated> {
         self.negotiated.get()
@@ -113,28 +134,17 @@ impl Session {
     /// fails.
     pub fn close(&self) {
         self.closed.cancel();
-        for (_, token) in self
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-        {
+        for (_, token) in self.inflight.lock().drain() {
             token.cancel();
         }
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.pending.lock().clear();
     }
 
     /// Starts an orderly end: long-lived streams (`subscriptions/listen`) finish and
     /// requests to the client fail, but tool calls in flight keep running.
     pub fn shutdown(&self) {
         self.closed.cancel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.pending.lock().clear();
     }
 
     /// True once [`Session::shutdown`] or [`Session::close`] ran.
@@ -147,26 +157,16 @@ impl Session {
     }
 
     pub(crate) fn track(&self, id: RequestId, token: CancellationToken) {
-        self.inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, token);
+        self.inflight.lock().insert(id, token);
     }
 
     pub(crate) fn untrack(&self, id: &RequestId) {
-        self.inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        self.inflight.lock().remove(id);
     }
 
     /// Cancels a request in flight; unknown or finished ids are ignored.
     pub fn cancel(&self, id: &RequestId) -> bool {
-        let token = self
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        let token = self.inflight.lock().remove(id);
         match token {
             Some(t) => {
                 t.cancel();
@@ -178,10 +178,7 @@ impl Session {
 
     /// Number of requests in flight (for tests and shutdown).
     pub fn inflight_len(&self) -> usize {
-        self.inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.inflight.lock().len()
     }
 
     /// Sends a request to the client on `sink` and waits for its answer.
@@ -195,10 +192,7 @@ impl Session {
     ) -> Result<Box<RawValue>, ClientRequestError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, tx);
+        self.pending.lock().insert(id, tx);
         let mut line = Vec::new();
         toolwright_jsonrpc::write_request(&mut line, &RequestId::Number(id), method, params)
             .map_err(|e| ClientRequestError::BadResponse(e.to_string()))?;
@@ -208,10 +202,7 @@ impl Session {
             _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
             _ = cancel.cancelled() => Err(ClientRequestError::Closed),
         };
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        self.pending.lock().remove(&id);
         outcome?.map_err(ClientRequestError::Rejected)
     }
 
@@ -220,11 +211,7 @@ impl Session {
         let RequestId::Number(n) = id else {
             return false;
         };
-        let tx = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(n);
+        let tx = self.pending.lock().remove(n);
         match tx {
             Some(tx) => tx.send(outcome).is_ok(),
             None => false,
@@ -233,36 +220,24 @@ impl Session {
 
     /// Subscribes the session to updates of a resource (legacy `resources/subscribe`).
     pub fn subscribe(&self, uri: &str) {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(uri.to_owned());
+        self.subscriptions.lock().insert(uri.to_owned());
     }
 
     /// Ends a subscription; false if there was none.
     pub fn unsubscribe(&self, uri: &str) -> bool {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(uri)
+        self.subscriptions.lock().remove(uri)
     }
 
     /// True when the session subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(uri)
+        self.subscriptions.lock().contains(uri)
     }
 
     pub(crate) fn cached_roots(&self) -> Option<Arc<Vec<String>>> {
-        self.roots_cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.roots_cache.lock().clone()
     }
 
     pub(crate) fn set_cached_roots(&self, roots: Option<Arc<Vec<String>>>) {
-        *self.roots_cache.lock().unwrap_or_else(|p| p.into_inner()) = roots;
+        *self.roots_cache.lock() = roots;
     }
 }

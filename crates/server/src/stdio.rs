@@ -6,15 +6,17 @@
 //! batch, not per message. Calls that must wait run as tokio tasks and write their own
 //! replies. Every write goes through one mutex around the output, so lines never interleave.
 
-use crate::dispatch::{Handled, Spent};
+use crate::reply::{Handled, Spent};
 use crate::server::Server;
 use crate::session::Outbound;
+use parking_lot::Mutex;
 use std::cell::OnceCell;
 use std::io::{self, Read, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::task::TaskTracker;
 use toolwright_jsonrpc::{ErrorObject, FrameError, LineDecoder};
+use toolwright_protocol::Method;
 
 struct LineWriter<W> {
     out: Mutex<W>,
@@ -22,7 +24,7 @@ struct LineWriter<W> {
 
 impl<W: Write + Send + 'static> LineWriter<W> {
     fn write(&self, bytes: &[u8]) {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = self.out.lock();
         let result = out.write_all(bytes).and_then(|_| out.flush());
         if let Err(e) = result {
             tracing::debug!("could not write to the client: {e}");
@@ -180,16 +182,16 @@ fn handshake(line: &[u8]) -> bool {
         method: Option<std::borrow::Cow<'a, str>>,
     }
     serde_json::from_slice::<Peek<'_>>(line).is_ok_and(|p| {
-        matches!(
-            p.method.as_deref(),
-            Some(
-                "initialize"
-                    | "notifications/initialized"
-                    | "ping"
-                    | "server/discover"
-                    | "tools/list"
+        p.method.as_deref().map(Method::parse).is_some_and(|m| {
+            matches!(
+                m,
+                Method::Initialize
+                    | Method::Initialized
+                    | Method::Ping
+                    | Method::ServerDiscover
+                    | Method::ToolsList
             )
-        )
+        })
     })
 }
 
@@ -225,23 +227,26 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         toolwright_jsonrpc::write_error(&mut line, None, &e);
         line
     };
-    let handle_line =
-        |line: &[u8], replies: &mut Outgoing| match server.handle_bytes(&session, line, &sink) {
-            Handled::Nothing => {}
-            Handled::Reply(bytes) => replies.push(bytes),
-            Handled::ReplyThen(bytes, spent) => {
-                replies.push(bytes);
-                replies.spent.push(spent);
-            }
-            Handled::Later(fut) => {
-                let sink = sink.clone();
-                tracker.spawn(async move {
-                    if let Some(line) = fut.await {
-                        sink.send(line);
-                    }
-                });
-            }
-        };
+    let handle_line = |line: &[u8], replies: &mut Outgoing| match server.handle(
+        &session,
+        server.read(line),
+        &sink,
+    ) {
+        Handled::Nothing => {}
+        Handled::Reply(reply) => {
+            let (bytes, spent) = reply.into_parts();
+            replies.push(bytes);
+            replies.spent.extend(spent);
+        }
+        Handled::Later(fut) => {
+            let sink = sink.clone();
+            tracker.spawn(async move {
+                if let Some(reply) = fut.await {
+                    sink.send(reply.into_line());
+                }
+            });
+        }
+    };
     let mut on_frame = |frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
                         replies: &mut Outgoing| match frame {
         Ok(line) => {

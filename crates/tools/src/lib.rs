@@ -9,7 +9,6 @@
 //! them; [`register_all`] registers them on a server.
 
 pub mod arith;
-pub mod fixtures;
 pub mod screenshot;
 pub mod search_files;
 

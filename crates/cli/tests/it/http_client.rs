@@ -32,7 +32,7 @@ impl HttpServer {
 
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut cmd = Command::new(util::bin());
-        cmd.args(["serve", "--http", "127.0.0.1:0", "--probe-tools"])
+        cmd.args(["serve", "--http", "127.0.0.1:0", "--fixtures", "probe"])
             .args(args);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())

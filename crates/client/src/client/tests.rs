@@ -275,3 +275,38 @@ fn targets_describe_themselves() {
         "http://x/mcp"
     );
 }
+
+#[tokio::test]
+async fn invalid_header_params_stop_the_call() {
+    let answers: Vec<Canned> = vec![(
+        200,
+        "application/json",
+        vec![],
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}}"#.into(),
+    )];
+    let (url, server) = http_script(answers).await;
+    let mut c = Client::connect(Target::Http { url }, quick())
+        .await
+        .unwrap();
+    let bad: Tool = serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object",
+        "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}}))
+    .unwrap();
+    let err = c
+        .call_tool("t", json!({"n": 1}), Some(&bad))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClientError::InvalidHeaderParam { tool, .. } if tool == "t"),
+        "{err}"
+    );
+    let ok: Tool = serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object",
+        "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}}}))
+    .unwrap();
+    let err = c
+        .call_tool("t", json!({"n": 1e300}), Some(&ok))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::HeaderArgument { .. }), "{err}");
+    c.close().await;
+    assert_eq!(server.await.unwrap().len(), 1, "nothing sent for the calls");
+}

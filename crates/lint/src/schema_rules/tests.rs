@@ -1,16 +1,9 @@
 use super::*;
-use crate::Finding;
+use crate::finding::findings_of;
 
 /// `(rule id, pointer)` of every finding for this input (or output) schema.
 fn found(schema: Value, which: Which) -> Vec<(&'static str, String)> {
-    let mut out: Vec<Finding> = Vec::new();
-    let mut sink = Sink {
-        index: 0,
-        tool: "t",
-        disabled: &[],
-        out: &mut out,
-    };
-    check(&schema, which, &mut sink);
+    let mut out = findings_of(|sink| check(&schema, which, sink));
     out.sort_by(|a, b| (a.rule, &a.pointer).cmp(&(b.rule, &b.pointer)));
     out.iter()
         .map(|f| (f.rule.id(), f.pointer.clone()))

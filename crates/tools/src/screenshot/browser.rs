@@ -8,11 +8,12 @@
 
 use super::cdp::Cdp;
 use super::error::ScreenshotError;
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -106,7 +107,7 @@ pub(crate) struct Browser {
 impl Browser {
     /// True while the process runs and the connection is open.
     pub fn is_alive(&self) -> bool {
-        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let mut child = self.child.lock();
         !self.cdp.is_closed() && matches!(child.try_wait(), Ok(None))
     }
 
@@ -152,7 +153,7 @@ impl Browser {
                         let _ = tx.send(line[at..].trim().to_owned());
                     }
                     tracing::debug!(target: "toolwright::chromium", "{line}");
-                    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut kept = kept.lock();
                     if kept.len() == STDERR_KEPT {
                         kept.pop_front();
                     }
@@ -160,13 +161,7 @@ impl Browser {
                 }
             });
         }
-        let stderr_tail = || -> Vec<String> {
-            kept.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .cloned()
-                .collect()
-        };
+        let stderr_tail = || -> Vec<String> { kept.lock().iter().cloned().collect() };
 
         let port_file = profile.path().join("DevToolsActivePort");
         let deadline = Instant::now() + LAUNCH_TIMEOUT;
@@ -218,7 +213,7 @@ fn read_port_file(path: &Path) -> Option<String> {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let child = self.child.get_mut().unwrap_or_else(|e| e.into_inner());
+        let child = self.child.get_mut();
         let _ = child.start_kill();
         // Give the process a moment to go before removing its profile under it.
         for _ in 0..50 {

@@ -14,7 +14,7 @@
 //! Service workers are bypassed.
 
 use super::browser::Browser;
-use super::error::{Refusal, ScreenshotError};
+use super::error::{ImageError, Refusal, ScreenshotError};
 use super::image::{self, Format};
 use super::policy::{Policy, RequestChecker};
 use serde_json::{Value, json};
@@ -278,8 +278,7 @@ pub(crate) async fn capture(
     .map_err(|_| timeout())??;
     let data = field(&captured, "data", "Page.captureScreenshot")?;
     let bytes = base64_decode(&data)?;
-    let (width, height) =
-        image::dimensions(req.format, &bytes).map_err(ScreenshotError::BadImage)?;
+    let (width, height) = image::dimensions(req.format, &bytes)?;
 
     // WebSockets opened by the page are checked as they open; wait for the last verdicts.
     let checked = state_rx.wait_for(|st| st.sockets_pending == 0);
@@ -316,7 +315,7 @@ fn base64_decode(data: &str) -> Result<Vec<u8>, ScreenshotError> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD
         .decode(data)
-        .map_err(|e| ScreenshotError::BadImage(format!("invalid base64: {e}")))
+        .map_err(|e| ScreenshotError::BadImage(ImageError::Base64(e)))
 }
 
 /// Fails when the event loop saw something that voids the capture.

@@ -8,10 +8,11 @@
 
 use super::error::ScreenshotError;
 use futures_util::{SinkExt, StreamExt};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
@@ -43,14 +44,8 @@ struct Shared {
 impl Shared {
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        self.routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.pending.lock().clear();
+        self.routes.lock().clear();
     }
 }
 
@@ -78,11 +73,7 @@ struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.shared
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
+        self.shared.pending.lock().remove(&self.id);
     }
 }
 
@@ -146,11 +137,7 @@ impl Cdp {
             msg["sessionId"] = json!(s);
         }
         let (tx, rx) = oneshot::channel();
-        self.shared
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
+        self.shared.pending.lock().insert(id, tx);
         let _guard = PendingGuard {
             shared: &self.shared,
             id,
@@ -173,11 +160,7 @@ impl Cdp {
     /// Routes the events of `session` (and of sessions attached under it) to the receiver.
     pub fn subscribe(&self, session: &str) -> mpsc::UnboundedReceiver<Event> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.shared
-            .routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(session.to_owned(), tx);
+        self.shared.routes.lock().insert(session.to_owned(), tx);
         if self.is_closed() {
             // The receiver must see the end, not wait for events that cannot come.
             self.unsubscribe(session);
@@ -187,7 +170,7 @@ impl Cdp {
 
     /// Stops routing the events of `session` and of the sessions attached under it.
     pub fn unsubscribe(&self, session: &str) {
-        let mut routes = self.shared.routes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut routes = self.shared.routes.lock();
         if let Some(tx) = routes.remove(session) {
             routes.retain(|_, other| !other.same_channel(&tx));
         }
@@ -201,11 +184,7 @@ fn dispatch(shared: &Shared, text: &str) {
         return;
     };
     if let Some(id) = msg.get("id").and_then(Value::as_u64) {
-        let waiter = shared
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
+        let waiter = shared.pending.lock().remove(&id);
         if let Some(tx) = waiter {
             let reply = match msg.get_mut("error") {
                 Some(err) => Err(ScreenshotError::Protocol {
@@ -236,7 +215,7 @@ fn dispatch(shared: &Shared, text: &str) {
         .get_mut("params")
         .map(Value::take)
         .unwrap_or(Value::Null);
-    let mut routes = shared.routes.lock().unwrap_or_else(|e| e.into_inner());
+    let mut routes = shared.routes.lock();
     let Some(tx) = routes.get(&session).cloned() else {
         return;
     };
@@ -268,7 +247,7 @@ mod tests {
     fn shared_with_route(session: &str) -> (Shared, mpsc::UnboundedReceiver<Event>) {
         let shared = Shared::default();
         let (tx, rx) = mpsc::unbounded_channel();
-        shared.routes.lock().unwrap().insert(session.into(), tx);
+        shared.routes.lock().insert(session.into(), tx);
         (shared, rx)
     }
 
@@ -276,11 +255,11 @@ mod tests {
     fn responses_reach_their_waiter() {
         let shared = Shared::default();
         let (tx, mut rx) = oneshot::channel();
-        shared.pending.lock().unwrap().insert(7, tx);
+        shared.pending.lock().insert(7, tx);
         dispatch(&shared, r#"{"id":7,"result":{"ok":1}}"#);
         assert_eq!(rx.try_recv().unwrap().unwrap(), json!({"ok": 1}));
         let (tx, mut rx) = oneshot::channel();
-        shared.pending.lock().unwrap().insert(8, tx);
+        shared.pending.lock().insert(8, tx);
         dispatch(
             &shared,
             r#"{"id":8,"error":{"code":-32000,"message":"No target"}}"#,
@@ -315,14 +294,14 @@ mod tests {
             &shared,
             r#"{"method":"Target.detachedFromTarget","sessionId":"S","params":{"sessionId":"C"}}"#,
         );
-        assert!(!shared.routes.lock().unwrap().contains_key("C"));
+        assert!(!shared.routes.lock().contains_key("C"));
     }
 
     #[test]
     fn close_fails_waiters_and_drops_routes() {
         let (shared, mut rx) = shared_with_route("S");
         let (tx, mut waiter) = oneshot::channel();
-        shared.pending.lock().unwrap().insert(1, tx);
+        shared.pending.lock().insert(1, tx);
         shared.close();
         assert!(waiter.try_recv().is_err());
         assert!(matches!(

@@ -144,7 +144,46 @@ pub enum ScreenshotError {
     },
     /// The browser returned something that is not the image it was asked for.
     #[error("the browser returned an unreadable image: {0}")]
-    BadImage(String),
+    BadImage(#[from] ImageError),
+}
+
+/// Why the bytes the browser returned are not a readable image.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImageError {
+    /// The data is not base64.
+    #[error("invalid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    /// The bytes do not start like the format asked for.
+    #[error("not a {format} image")]
+    WrongFormat {
+        /// `PNG` or `JPEG`.
+        format: &'static str,
+        /// How many bytes there are.
+        len: usize,
+    },
+    /// The header gives a width or height of zero.
+    #[error("a {format} image of {width}x{height} pixels")]
+    NoPixels {
+        /// `PNG` or `JPEG`.
+        format: &'static str,
+        /// The width read.
+        width: u32,
+        /// The height read.
+        height: u32,
+    },
+    /// A JPEG segment does not start with a marker.
+    #[error("a JPEG marker was expected at byte {offset}")]
+    JpegMarker {
+        /// Where.
+        offset: usize,
+    },
+    /// The JPEG data ends before a frame header gives the size.
+    #[error("no frame header in the JPEG image")]
+    NoJpegFrame {
+        /// How many bytes there are.
+        len: usize,
+    },
 }
 
 /// `10.0.0.1 is in ` for an address, `intranet.example (10.0.0.1) is in ` for a name.

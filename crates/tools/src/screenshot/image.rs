@@ -37,10 +37,12 @@ impl Format {
     }
 }
 
+use super::error::ImageError;
+
 const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 
 /// Width and height of a PNG or JPEG image.
-pub(crate) fn dimensions(format: Format, bytes: &[u8]) -> Result<(u32, u32), String> {
+pub(crate) fn dimensions(format: Format, bytes: &[u8]) -> Result<(u32, u32), ImageError> {
     match format {
         Format::Png => png_dimensions(bytes),
         Format::Jpeg => jpeg_dimensions(bytes),
@@ -51,26 +53,36 @@ fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-fn png_dimensions(b: &[u8]) -> Result<(u32, u32), String> {
+fn png_dimensions(b: &[u8]) -> Result<(u32, u32), ImageError> {
     // Signature, then the IHDR chunk: length (13), "IHDR", width, height.
     if b.len() < 24 || !b.starts_with(PNG_SIGNATURE) || &b[12..16] != b"IHDR" {
-        return Err("not a PNG image".into());
+        return Err(ImageError::WrongFormat {
+            format: "PNG",
+            len: b.len(),
+        });
     }
     let (w, h) = (be32(&b[16..20]), be32(&b[20..24]));
     if w == 0 || h == 0 {
-        return Err(format!("a PNG image of {w}x{h} pixels"));
+        return Err(ImageError::NoPixels {
+            format: "PNG",
+            width: w,
+            height: h,
+        });
     }
     Ok((w, h))
 }
 
-fn jpeg_dimensions(b: &[u8]) -> Result<(u32, u32), String> {
+fn jpeg_dimensions(b: &[u8]) -> Result<(u32, u32), ImageError> {
     if !b.starts_with(&[0xFF, 0xD8]) {
-        return Err("not a JPEG image".into());
+        return Err(ImageError::WrongFormat {
+            format: "JPEG",
+            len: b.len(),
+        });
     }
     let mut i = 2;
     while i + 4 <= b.len() {
         if b[i] != 0xFF {
-            return Err(format!("a JPEG marker was expected at byte {i}"));
+            return Err(ImageError::JpegMarker { offset: i });
         }
         let marker = b[i + 1];
         if marker == 0xFF {
@@ -90,13 +102,17 @@ fn jpeg_dimensions(b: &[u8]) -> Result<(u32, u32), String> {
             let h = u32::from(u16::from_be_bytes([b[i + 5], b[i + 6]]));
             let w = u32::from(u16::from_be_bytes([b[i + 7], b[i + 8]]));
             if w == 0 || h == 0 {
-                return Err(format!("a JPEG image of {w}x{h} pixels"));
+                return Err(ImageError::NoPixels {
+                    format: "JPEG",
+                    width: w,
+                    height: h,
+                });
             }
             return Ok((w, h));
         }
         i += 2 + len;
     }
-    Err("no frame header in the JPEG image".into())
+    Err(ImageError::NoJpegFrame { len: b.len() })
 }
 
 #[cfg(test)]
@@ -125,23 +141,35 @@ mod tests {
 
     #[test]
     fn sizes() {
-        type Case = (Format, Vec<u8>, Result<(u32, u32), ()>);
-        let cases: [Case; 7] = [
-            (Format::Png, png(1000, 3000), Ok((1000, 3000))),
-            (Format::Png, png(1, 1), Ok((1, 1))),
-            (Format::Png, png(0, 5), Err(())),
-            (Format::Png, b"GIF89a................".to_vec(), Err(())),
-            (Format::Jpeg, jpeg(1280, 800), Ok((1280, 800))),
-            (Format::Jpeg, jpeg(1280, 800)[..12].to_vec(), Err(())),
-            (Format::Jpeg, png(3, 3), Err(())),
-        ];
-        for (format, bytes, want) in cases {
-            assert_eq!(
-                dimensions(format, &bytes).map_err(|_| ()),
-                want,
-                "{format:?}"
-            );
-        }
+        let check = |format: Format, bytes: Vec<u8>, want: Result<(u32, u32), &str>| {
+            let got = dimensions(format, &bytes).map_err(|e| e.to_string());
+            assert_eq!(got, want.map_err(str::to_owned), "{format:?}");
+        };
+        check(Format::Png, png(1000, 3000), Ok((1000, 3000)));
+        check(Format::Png, png(1, 1), Ok((1, 1)));
+        check(Format::Png, png(0, 5), Err("a PNG image of 0x5 pixels"));
+        check(
+            Format::Png,
+            b"GIF89a................".to_vec(),
+            Err("not a PNG image"),
+        );
+        check(Format::Jpeg, jpeg(1280, 800), Ok((1280, 800)));
+        check(
+            Format::Jpeg,
+            jpeg(0, 800),
+            Err("a JPEG image of 0x800 pixels"),
+        );
+        check(
+            Format::Jpeg,
+            jpeg(1280, 800)[..12].to_vec(),
+            Err("no frame header in the JPEG image"),
+        );
+        check(
+            Format::Jpeg,
+            [&[0xFF, 0xD8, 0x00][..], &[0; 8]].concat(),
+            Err("a JPEG marker was expected at byte 2"),
+        );
+        check(Format::Jpeg, png(3, 3), Err("not a JPEG image"));
     }
 
     #[test]

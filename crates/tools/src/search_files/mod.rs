@@ -64,40 +64,40 @@ fn input_schema() -> Value {
             "recursive": {
                 "type": "boolean",
                 "description": "Search subdirectories recursively",
-                "default": false
+                "default": default::recursive()
             },
             "max_results": {
                 "type": "integer",
                 "description": "Maximum number of results to return (the first ones in sorted order)",
                 "minimum": 1,
-                "maximum": 1000,
-                "default": 100
+                "maximum": MAX_RESULTS,
+                "default": default::max_results()
             },
             "type": {
                 "type": "string",
                 "enum": ["any", "file", "directory"],
                 "description": "Which entries may match: files and directories alike, files only (everything but directories), or directories only",
-                "default": "any"
+                "default": default::kind()
             },
             "include_hidden": {
                 "type": "boolean",
                 "description": "Also search entries whose name starts with '.' (and descend into such directories)",
-                "default": false
+                "default": default::include_hidden()
             },
             "respect_gitignore": {
                 "type": "boolean",
                 "description": "Skip entries excluded by .gitignore, .ignore and .git/info/exclude files in the searched tree and in the directories between the root and `directory`",
-                "default": true
+                "default": default::respect_gitignore()
             },
             "follow_symlinks": {
                 "type": "boolean",
                 "description": "Descend into symbolic links to directories (only those that stay inside the server's roots)",
-                "default": false
+                "default": default::follow_symlinks()
             },
             "case_sensitive": {
                 "type": "boolean",
                 "description": "Match letter case exactly; false makes '*.PY' match 'a.py'",
-                "default": true
+                "default": default::case_sensitive()
             }
         },
         "required": ["directory", "pattern"],
@@ -146,36 +146,55 @@ fn output_schema() -> Value {
     })
 }
 
-fn yes() -> bool {
-    true
+/// The largest `max_results` the schema allows.
+const MAX_RESULTS: usize = 1000;
+
+/// The defaults of the optional arguments, in one place: the input schema advertises them
+/// and serde fills them in.
+mod default {
+    use super::Kind;
+
+    pub(super) const fn recursive() -> bool {
+        false
+    }
+    pub(super) const fn max_results() -> usize {
+        100
+    }
+    pub(super) const fn kind() -> Kind {
+        Kind::Any
+    }
+    pub(super) const fn include_hidden() -> bool {
+        false
+    }
+    pub(super) const fn respect_gitignore() -> bool {
+        true
+    }
+    pub(super) const fn follow_symlinks() -> bool {
+        false
+    }
+    pub(super) const fn case_sensitive() -> bool {
+        true
+    }
 }
 
-fn hundred() -> usize {
-    100
-}
-
-fn any() -> Kind {
-    Kind::Any
-}
-
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
     directory: String,
     pattern: String,
-    #[serde(default)]
+    #[serde(default = "default::recursive")]
     recursive: bool,
-    #[serde(default = "hundred")]
+    #[serde(default = "default::max_results")]
     max_results: usize,
-    #[serde(default = "any", rename = "type")]
+    #[serde(default = "default::kind", rename = "type")]
     kind: Kind,
-    #[serde(default)]
+    #[serde(default = "default::include_hidden")]
     include_hidden: bool,
-    #[serde(default = "yes")]
+    #[serde(default = "default::respect_gitignore")]
     respect_gitignore: bool,
-    #[serde(default)]
+    #[serde(default = "default::follow_symlinks")]
     follow_symlinks: bool,
-    #[serde(default = "yes")]
+    #[serde(default = "default::case_sensitive")]
     case_sensitive: bool,
 }
 

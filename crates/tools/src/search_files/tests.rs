@@ -278,3 +278,24 @@ fn definition_keeps_the_seed_interface() {
     assert!(h.read_only() && !h.destructive() && h.idempotent() && !h.open_world());
     assert!(d.output_schema.is_some() && d.title.is_some());
 }
+
+#[test]
+fn the_schema_advertises_the_defaults_serde_applies() {
+    let schema = input_schema();
+    let required = json!({"directory": "d", "pattern": "p"});
+    let defaulted: Args = serde_json::from_value(required.clone()).unwrap();
+    let properties = schema["properties"].as_object().unwrap();
+    let required_names = schema["required"].as_array().unwrap();
+    for (name, property) in properties {
+        if required_names.contains(&json!(name)) {
+            continue;
+        }
+        let default = property
+            .get("default")
+            .unwrap_or_else(|| panic!("optional {name} has no default in the schema"));
+        let mut explicit = required.clone();
+        explicit[name] = default.clone();
+        let explicit: Args = serde_json::from_value(explicit).unwrap();
+        assert_eq!(explicit, defaulted, "{name}: schema default {default}");
+    }
+}

@@ -5,11 +5,12 @@
 use super::pattern::{Pattern, Target};
 use super::sandbox::inside;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
+use parking_lot::Mutex;
 use std::collections::BinaryHeap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// Entries a worker counts before it adds them to the shared total.
 const FLUSH_EVERY: u64 = 256;
@@ -17,7 +18,7 @@ const FLUSH_EVERY: u64 = 256;
 pub(crate) const PROGRESS_EVERY: u64 = 4096;
 
 /// Which kinds of entries may match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Kind {
     /// Files and directories alike.
@@ -193,7 +194,7 @@ impl Worker<'_> {
         if before / PROGRESS_EVERY != after / PROGRESS_EVERY {
             // Serialized, so reports go out in increasing order (the context drops any
             // that would not increase).
-            let _g = s.progress_lock.lock().unwrap_or_else(|p| p.into_inner());
+            let _g = s.progress_lock.lock();
             (s.progress)(after, matched);
         }
     }
@@ -265,7 +266,7 @@ impl ParallelVisitor for Worker<'_> {
 impl Drop for Worker<'_> {
     fn drop(&mut self) {
         self.flush_counts();
-        let mut merged = self.shared.merged.lock().unwrap_or_else(|p| p.into_inner());
+        let mut merged = self.shared.merged.lock();
         merged
             .0
             .extend(std::mem::take(&mut self.best.heap).into_vec());
@@ -382,10 +383,7 @@ pub(crate) fn run(
     if stop.load(Ordering::Relaxed) {
         return None;
     }
-    let (mut hits, mut skipped) = shared
-        .merged
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner());
+    let (mut hits, mut skipped) = shared.merged.into_inner();
     skipped.outside_roots += counts.outside_roots.load(Ordering::Relaxed);
     skipped.permission_denied += counts.permission_denied.load(Ordering::Relaxed);
     skipped.errors += counts.errors.load(Ordering::Relaxed);

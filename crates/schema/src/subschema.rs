@@ -1,9 +1,10 @@
-//! Visiting every subschema of a JSON Schema document, knowing which keywords hold
-//! subschemas (so that a property *named* `default` is never mistaken for the keyword).
+//! Visiting every subschema of a schema document, knowing which keywords hold subschemas
+//! (so that a property *named* `default` is never mistaken for the keyword, nor data under
+//! `enum` or `const` for a schema), and resolving local references.
 
 use serde_json::Value;
 
-use crate::finding::push_pointer;
+use crate::pointer::{percent_decode, push_segment};
 
 /// Keywords whose value is a map of name to subschema.
 const MAP_KEYWORDS: &[&str] = &[
@@ -31,16 +32,17 @@ const ONE_KEYWORDS: &[&str] = &[
 const LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 
 /// Deeper than this, subschemas are not visited (documents that deep are not tool schemas).
-const MAX_DEPTH: usize = 64;
+pub const MAX_WALK_DEPTH: usize = 64;
 
-/// One subschema and where it is.
-#[derive(Debug)]
-pub(crate) struct Node<'a> {
+/// One subschema met by [`walk_subschemas`], and where it is.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Subschema<'a> {
     /// The subschema (an object or a boolean).
     pub schema: &'a Value,
-    /// Pointer from the tool definition's root, e.g. `/inputSchema/properties/a`.
+    /// JSON Pointer from the walk's `base`, e.g. `/inputSchema/properties/a`.
     pub pointer: String,
-    /// Pointer from the schema document's root, e.g. `/properties/a`.
+    /// JSON Pointer from the schema document's root, e.g. `/properties/a`.
     pub rel: String,
     /// `Some(name)` when this schema is the value of a `properties` entry.
     pub property: Option<&'a str>,
@@ -49,9 +51,12 @@ pub(crate) struct Node<'a> {
     pub property_path: Option<Vec<&'a str>>,
 }
 
-/// Calls `visit` on `root` (found at `base`, e.g. `/inputSchema`) and on every subschema.
-pub(crate) fn walk<'a>(root: &'a Value, base: &str, visit: &mut dyn FnMut(&Node<'a>)) {
-    let node = Node {
+/// Calls `visit` on `root` and on every subschema below it (not following `$ref`), parents
+/// before children, in document order, at most [`MAX_WALK_DEPTH`] levels deep. `base`
+/// prefixes every [`Subschema::pointer`]: where the document sits in a larger one
+/// (`/inputSchema`), or `""`.
+pub fn walk_subschemas<'a>(root: &'a Value, base: &str, visit: &mut dyn FnMut(&Subschema<'a>)) {
+    let node = Subschema {
         schema: root,
         pointer: base.to_owned(),
         rel: String::new(),
@@ -61,17 +66,22 @@ pub(crate) fn walk<'a>(root: &'a Value, base: &str, visit: &mut dyn FnMut(&Node<
     walk_node(&node, base.len(), visit, 0);
 }
 
-fn walk_node<'a>(node: &Node<'a>, base_len: usize, visit: &mut dyn FnMut(&Node<'a>), depth: usize) {
+fn walk_node<'a>(
+    node: &Subschema<'a>,
+    base_len: usize,
+    visit: &mut dyn FnMut(&Subschema<'a>),
+    depth: usize,
+) {
     visit(node);
     let Value::Object(map) = node.schema else {
         return;
     };
-    if depth >= MAX_DEPTH {
+    if depth >= MAX_WALK_DEPTH {
         return;
     }
     let child = |pointer: String, property: Option<&'a str>, path: Option<Vec<&'a str>>, schema| {
         let rel = pointer[base_len..].to_owned();
-        Node {
+        Subschema {
             schema,
             pointer,
             rel,
@@ -79,13 +89,18 @@ fn walk_node<'a>(node: &Node<'a>, base_len: usize, visit: &mut dyn FnMut(&Node<'
             property_path: path,
         }
     };
+    let pushed = |base: &str, token: &str| {
+        let mut p = base.to_owned();
+        push_segment(&mut p, token);
+        p
+    };
     for (key, value) in map {
         let key = key.as_str();
         if MAP_KEYWORDS.contains(&key) || (key == "dependencies" && value.is_object()) {
             let Value::Object(entries) = value else {
                 continue;
             };
-            let at = push_pointer(&node.pointer, key);
+            let at = pushed(&node.pointer, key);
             for (name, sub) in entries {
                 if !is_schema(sub) {
                     continue;
@@ -100,22 +115,22 @@ fn walk_node<'a>(node: &Node<'a>, base_len: usize, visit: &mut dyn FnMut(&Node<'
                 } else {
                     (None, None)
                 };
-                let n = child(push_pointer(&at, name), property, path, sub);
+                let n = child(pushed(&at, name), property, path, sub);
                 walk_node(&n, base_len, visit, depth + 1);
             }
         } else if ONE_KEYWORDS.contains(&key) || (key == "items" && is_schema(value)) {
             if is_schema(value) {
-                let n = child(push_pointer(&node.pointer, key), None, None, value);
+                let n = child(pushed(&node.pointer, key), None, None, value);
                 walk_node(&n, base_len, visit, depth + 1);
             }
         } else if LIST_KEYWORDS.contains(&key) || (key == "items" && value.is_array()) {
             let Value::Array(items) = value else {
                 continue;
             };
-            let at = push_pointer(&node.pointer, key);
+            let at = pushed(&node.pointer, key);
             for (i, sub) in items.iter().enumerate() {
                 if is_schema(sub) {
-                    let n = child(push_pointer(&at, &i.to_string()), None, None, sub);
+                    let n = child(pushed(&at, &i.to_string()), None, None, sub);
                     walk_node(&n, base_len, visit, depth + 1);
                 }
             }
@@ -127,32 +142,16 @@ fn is_schema(v: &Value) -> bool {
     v.is_object() || v.is_boolean()
 }
 
-/// Resolves a local reference (`#/…`) against `root`; `None` for anything else.
-pub(crate) fn resolve_local<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+/// Resolves a local reference (`#`, or `#/…` with `%XX` escapes) against `root`; `None`
+/// for anything else, or when nothing is there.
+#[must_use]
+pub fn resolve_local<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     let pointer = reference.strip_prefix('#')?;
     if pointer.is_empty() {
         return Some(root);
     }
     // A `#` fragment is a URI fragment: percent-decode it, then `pointer` unescapes ~0/~1.
-    let bytes = pointer.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(h), Some(l)) = (
-                bytes.get(i + 1).and_then(|b| (*b as char).to_digit(16)),
-                bytes.get(i + 2).and_then(|b| (*b as char).to_digit(16)),
-            )
-        {
-            decoded.push((h * 16 + l) as u8);
-            i += 3;
-            continue;
-        }
-        decoded.push(bytes[i]);
-        i += 1;
-    }
-    let decoded = String::from_utf8_lossy(&decoded);
-    root.pointer(&decoded)
+    root.pointer(&percent_decode(pointer))
 }
 
 #[cfg(test)]
@@ -162,7 +161,10 @@ mod tests {
 
     fn pointers(schema: Value) -> Vec<String> {
         let mut out = Vec::new();
-        walk(&schema, "/s", &mut |n| out.push(n.rel.clone()));
+        walk_subschemas(&schema, "/s", &mut |n| {
+            assert_eq!(n.pointer, format!("/s{}", n.rel));
+            out.push(n.rel.clone());
+        });
         out
     }
 
@@ -195,11 +197,27 @@ mod tests {
     fn property_paths_stop_at_other_keywords() {
         let s = json!({"properties": {"a": {"properties": {"b": {}}}, "c": {"items": {"properties": {"d": {}}}}}});
         let mut paths = Vec::new();
-        walk(&s, "", &mut |n| {
-            paths.push((n.rel.clone(), n.property_path.clone()))
+        walk_subschemas(&s, "", &mut |n| {
+            paths.push((n.rel.clone(), n.property, n.property_path.clone()))
         });
-        assert!(paths.contains(&("/properties/a/properties/b".into(), Some(vec!["a", "b"]))));
-        assert!(paths.contains(&("/properties/c/items/properties/d".into(), None)));
+        assert!(paths.contains(&("".into(), None, Some(vec![]))));
+        assert!(paths.contains(&(
+            "/properties/a/properties/b".into(),
+            Some("b"),
+            Some(vec!["a", "b"])
+        )));
+        assert!(paths.contains(&("/properties/c/items/properties/d".into(), Some("d"), None)));
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let mut deep = json!({});
+        for _ in 0..100 {
+            deep = json!({"not": deep});
+        }
+        let mut count = 0;
+        walk_subschemas(&deep, "", &mut |_| count += 1);
+        assert_eq!(count, MAX_WALK_DEPTH + 1);
     }
 
     #[test]
@@ -208,6 +226,7 @@ mod tests {
         assert_eq!(resolve_local(&root, "#/$defs/a%20b/x"), Some(&json!(1)));
         assert_eq!(resolve_local(&root, "#/$defs/c~1d"), Some(&json!(2)));
         assert_eq!(resolve_local(&root, "#"), Some(&root));
+        assert_eq!(resolve_local(&root, "#/nothing"), None);
         assert_eq!(resolve_local(&root, "other.json#/x"), None);
     }
 }

@@ -1,0 +1,106 @@
+//! JSON-RPC envelopes, both ways, with toolwright-jsonrpc: the lines this client sends
+//! (requests, notifications, and its refusal of server requests), and the messages it
+//! reads, under the same envelope rules the server applies.
+
+use serde_json::Value;
+use toolwright_jsonrpc::{
+    ErrorObject, Limits, Message, Parsed, RequestId, code, parse, write_error, write_notification,
+    write_request,
+};
+
+/// What this client answers to a request from the server: it declares no client
+/// capabilities, so there is nothing it could do.
+const REFUSAL: &str = "toolwright's client offers no client features";
+
+/// A request as one `\n`-terminated line.
+pub(crate) fn request(id: &RequestId, method: &str, params: &Value) -> Vec<u8> {
+    let mut line = Vec::new();
+    write_request(&mut line, id, method, params).expect("a Value serializes");
+    line
+}
+
+/// A notification as one `\n`-terminated line.
+pub(crate) fn notification(method: &str, params: &Value) -> Vec<u8> {
+    let mut line = Vec::new();
+    write_notification(&mut line, method, params).expect("a Value serializes");
+    line
+}
+
+/// The -32601 answer to the server's request `id`, as one line.
+pub(crate) fn refusal(id: &RequestId) -> Vec<u8> {
+    let mut line = Vec::new();
+    let error = ErrorObject::new(code::METHOD_NOT_FOUND, REFUSAL);
+    write_error(&mut line, Some(id), &error);
+    line
+}
+
+/// The messages in one line, body or event: one, or each of a batch. Input that is not
+/// JSON-RPC at all yields none (a client cannot act on it).
+pub(crate) fn messages(bytes: &[u8]) -> Vec<Message> {
+    match parse(bytes, &Limits::default()) {
+        Parsed::Single(m) => vec![m],
+        Parsed::Batch(ms) => ms,
+        Parsed::Invalid(_) => Vec::new(),
+    }
+}
+
+/// The largest line read from a stdio server.
+pub(crate) fn max_line() -> usize {
+    Limits::default().max_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lines() {
+        let id = RequestId::from(3);
+        assert_eq!(
+            request(&id, "tools/list", &json!({"cursor": "c"})),
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"cursor\":\"c\"}}\n"
+        );
+        assert_eq!(
+            notification("notifications/initialized", &json!({})),
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":{}}\n"
+        );
+        assert_eq!(
+            refusal(&RequestId::from("srv")),
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"srv\",\"error\":{\"code\":-32601,\"message\":\"toolwright's client offers no client features\"}}\n"
+        );
+    }
+
+    #[test]
+    fn reading() {
+        let kinds = |text: &str| -> Vec<&'static str> {
+            messages(text.as_bytes())
+                .iter()
+                .map(|m| match m {
+                    Message::Request(_) => "request",
+                    Message::Notification(_) => "notification",
+                    Message::Response(_) => "response",
+                    Message::ErrorWithoutId(_) => "error",
+                    Message::Invalid { .. } => "invalid",
+                })
+                .collect()
+        };
+        assert_eq!(
+            kinds(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            ["response"]
+        );
+        assert_eq!(
+            kinds(
+                r#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"s","method":"roots/list"}]"#
+            ),
+            ["notification", "request"]
+        );
+        assert_eq!(
+            kinds(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"m"}}"#),
+            ["error"]
+        );
+        assert_eq!(kinds(r#"{"id":1,"result":{}}"#), ["invalid"]);
+        assert_eq!(kinds("not json"), [] as [&str; 0]);
+        assert_eq!(kinds("[]"), [] as [&str; 0]);
+    }
+}

@@ -1,0 +1,433 @@
+//! POST: the body read once (with [`Server::read`]), its era claimed once (with
+//! [`era::claim`], from `params._meta` and `MCP-Protocol-Version`), then a modern request on
+//! a throwaway session or a legacy one in its session (or a stateless one).
+//!
+//! [`Server::read`]: toolwright_server::Server::read
+
+use crate::body::{Body, OnDrop, priming_event};
+use crate::headers::{self, HeaderVersion, SESSION_ID};
+use crate::respond::{
+    accepted, json, modern_status, no_stream_slot, refuse, rpc_error, shutting_down,
+    unsupported_version,
+};
+use crate::service::{BodyError, Shared, accepts, read_body};
+use crate::session::{Busy, HttpSession};
+use crate::stream::Cell;
+use crate::streams::{primes, stream_response};
+use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use serde_json::Value;
+use std::sync::Arc;
+use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
+use toolwright_protocol::{Method, ProtocolVersion};
+use toolwright_server::era::{self, Claim};
+use toolwright_server::{Handled, Inbound, Outbound, Outcome, Session};
+
+pub(crate) async fn post(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    if let Some(ct) = headers.get(CONTENT_TYPE)
+        && !ct.to_str().is_ok_and(|s| {
+            s.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
+    {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            "Content-Type must be application/json",
+        );
+    }
+    if headers.contains_key(ACCEPT)
+        && !accepts(headers, "application/json")
+        && !accepts(headers, "text/event-stream")
+    {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            "Accept must list application/json and text/event-stream",
+        );
+    }
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > shared.config.max_body_bytes as u64) {
+        return too_large(shared);
+    }
+    let bytes = match read_body(shared, body).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge) => return too_large(shared),
+        Err(BodyError::Timeout) => {
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                None,
+                "the request body arrived too slowly",
+            );
+        }
+        Err(BodyError::Broken) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                None,
+                "the request body could not be read",
+            );
+        }
+    };
+    if shared.shutdown.is_cancelled() {
+        return shutting_down();
+    }
+    let hv = headers::header_version(headers);
+    let header = match hv {
+        HeaderVersion::Known(v) => Some(v),
+        _ => None,
+    };
+    let inbound = shared.server.read(&bytes);
+    // Legacy unless the message claims the modern era (an unknown version in `_meta` is
+    // answered by the modern rules: -32022).
+    let legacy = match &inbound {
+        Inbound::Invalid(e) => return rpc_error(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
+        Inbound::Batch(_) if header.is_some_and(ProtocolVersion::is_modern) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                None,
+                "JSON-RPC batches are not allowed in protocol version 2026-07-28: send one message per POST",
+            );
+        }
+        Inbound::Batch(_) => true,
+        Inbound::Call(_, p) => {
+            let version = p.meta.as_ref().and_then(|m| m.protocol_version.as_deref());
+            era::claim(version, header) == Claim::Legacy
+        }
+        Inbound::Message(msg) => {
+            let params = match msg {
+                Message::Request(r) => r.params.as_deref(),
+                Message::Notification(n) => n.params.as_deref(),
+                _ => None,
+            };
+            let peek = headers::peek(params);
+            era::claim(peek.version.as_deref(), header) == Claim::Legacy
+        }
+    };
+    if legacy {
+        legacy_post(shared, headers, inbound, hv).await
+    } else {
+        modern_post(shared, headers, inbound).await
+    }
+}
+
+fn too_large(shared: &Shared) -> Response<Body> {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        None,
+        format!(
+            "the request body is larger than {} bytes",
+            shared.config.max_body_bytes
+        ),
+    )
+}
+
+pub(crate) fn new_cell(shared: &Shared, retain: bool) -> (Arc<Cell>, Arc<dyn Outbound>) {
+    let cell = Arc::new(Cell::new(shared.config.event_store_capacity, retain));
+    let sink: Arc<dyn Outbound> = cell.clone();
+    (cell, sink)
+}
+
+/// The modern mirroring rules: headers against the body, and the `Mcp-Param-*` headers the
+/// named tool asks for. `Err` is the response refusing the request.
+fn check_modern(
+    shared: &Shared,
+    headers: &HeaderMap,
+    inbound: &Inbound,
+) -> Result<(), Box<Response<Body>>> {
+    let bad = |id: Option<&RequestId>, e: ErrorObject| {
+        Box::new(rpc_error(StatusCode::BAD_REQUEST, id, &e))
+    };
+    match inbound {
+        Inbound::Call(id, p) => {
+            let peek = headers::Peek::of_call(p);
+            headers::check_modern(headers, "tools/call", &peek, true)
+                .and_then(|()| check_tool_headers(shared, headers, &p.name, p.arguments.as_ref()))
+                .map_err(|e| bad(Some(id), e))
+        }
+        Inbound::Message(Message::Request(r)) => {
+            let p = headers::peek(r.params.as_deref());
+            headers::check_modern(headers, &r.method, &p, true)
+                .and_then(|()| match (Method::parse(&r.method), &p.name) {
+                    (Method::ToolsCall, Some(name)) => {
+                        let args: Option<Value> =
+                            p.arguments.and_then(|a| serde_json::from_str(a.get()).ok());
+                        check_tool_headers(shared, headers, name, args.as_ref())
+                    }
+                    _ => Ok(()),
+                })
+                .map_err(|e| bad(Some(&r.id), e))
+        }
+        Inbound::Message(Message::Notification(n)) => {
+            let p = headers::peek(n.params.as_deref());
+            headers::check_modern(headers, &n.method, &p, false).map_err(|e| bad(None, e))
+        }
+        Inbound::Message(Message::Invalid { id, error }) => Err(bad(id.as_ref(), error.clone())),
+        _ => Ok(()),
+    }
+}
+
+/// `Mcp-Param-*` headers of the tool a modern `tools/call` names.
+fn check_tool_headers(
+    shared: &Shared,
+    headers: &HeaderMap,
+    name: &str,
+    args: Option<&Value>,
+) -> Result<(), ErrorObject> {
+    match shared.server.tools().get(name) {
+        Some(entry) if !entry.param_headers.is_empty() => {
+            headers::check_param_headers(headers, &entry.param_headers, args)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A modern POST: headers checked against the body, a throwaway session, and the call
+/// driven by the response itself (closing it cancels the call).
+async fn modern_post(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    inbound: Inbound,
+) -> Response<Body> {
+    if let Inbound::Message(Message::Response(_) | Message::ErrorWithoutId(_)) = inbound {
+        // Modern servers send no requests, so a response answers nothing: accept, ignore.
+        return accepted();
+    }
+    if let Err(resp) = check_modern(shared, headers, &inbound) {
+        return *resp;
+    }
+    let id = inbound.id().cloned();
+    let (cell, sink) = new_cell(shared, false);
+    let session = Session::new(sink.clone());
+    match shared.server.handle(&session, inbound, &sink) {
+        Handled::Nothing if id.is_none() => accepted(),
+        Handled::Nothing => {
+            cell.finish(None);
+            stream_response(shared, cell, None, None, None, false)
+        }
+        Handled::Reply(reply) => {
+            if cell.decided().is_none() {
+                return json(modern_status(reply.outcome()), reply.into_line());
+            }
+            cell.finish_reply(Some(reply));
+            stream_response(shared, cell, None, None, None, false)
+        }
+        Handled::Later(mut call) => {
+            let streaming = loop {
+                let notified = cell.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if cell.decided().is_some() {
+                    break true;
+                }
+                tokio::select! {
+                    biased;
+                    _ = &mut notified => {}
+                    reply = &mut call => {
+                        cell.finish_reply(reply);
+                        break false;
+                    }
+                }
+            };
+            if streaming {
+                // A notification came first: the stream drives the rest of the call.
+                return stream_response(shared, cell, None, Some(call), None, false);
+            }
+            if cell.decided() == Some(true)
+                && let Some(line) = cell.take_only_reply()
+            {
+                let outcome = cell.outcome().unwrap_or(Outcome::Result);
+                return json(modern_status(outcome), line);
+            }
+            stream_response(shared, cell, None, None, None, false)
+        }
+    }
+}
+
+/// The ids of the requests a legacy POST carries.
+fn request_ids(inbound: &Inbound) -> Vec<RequestId> {
+    match inbound {
+        Inbound::Call(id, _)
+        | Inbound::Message(Message::Request(toolwright_jsonrpc::Request { id, .. })) => {
+            vec![id.clone()]
+        }
+        Inbound::Batch(items) => items
+            .iter()
+            .filter_map(|m| match m {
+                Message::Request(r) => Some(r.id.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A legacy POST: one message or a batch, in the session named by `Mcp-Session-Id`, a new
+/// session (`initialize`), or no session at all (stateless).
+async fn legacy_post(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    inbound: Inbound,
+    hv: HeaderVersion<'_>,
+) -> Response<Body> {
+    let requests = request_ids(&inbound);
+    let first_id = requests.first();
+    let version = match hv {
+        HeaderVersion::Absent => ProtocolVersion::V2025_03_26,
+        HeaderVersion::Known(v) => v,
+        HeaderVersion::Unknown(v) => return unsupported_version(first_id, v),
+    };
+    let is_init = matches!(&inbound, Inbound::Message(Message::Request(_)))
+        && inbound.method() == Some(Method::Initialize);
+    if shared.config.stateless {
+        let (cell, sink) = new_cell(shared, false);
+        let session = if is_init {
+            Session::new(sink.clone())
+        } else {
+            Session::stateless(sink.clone(), version)
+        };
+        let handled = shared.server.handle(&session, inbound, &sink);
+        return legacy_respond(shared, None, cell, handled, &requests, &session).await;
+    }
+    if is_init {
+        return initialize(shared, inbound, first_id).await;
+    }
+    let Some(sid) = headers.get(SESSION_ID) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            first_id,
+            "Mcp-Session-Id header required (send initialize first)",
+        );
+    };
+    let Some(hs) = sid.to_str().ok().and_then(|s| shared.sessions.get(s)) else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            first_id,
+            "unknown or expired session; initialize again",
+        );
+    };
+    let busy = hs.busy();
+    let (cell, sink) = new_cell(shared, false);
+    if primes(&hs) {
+        // Resumable from its priming event, so a call may close it early (SSE polling).
+        cell.set_closable();
+    }
+    let handled = shared.server.handle(&hs.mcp, inbound, &sink);
+    let session = hs.mcp.clone();
+    legacy_respond(shared, Some((hs, busy)), cell, handled, &requests, &session).await
+}
+
+async fn initialize(
+    shared: &Arc<Shared>,
+    inbound: Inbound,
+    id: Option<&RequestId>,
+) -> Response<Body> {
+    if !shared.sessions.reserve(shared.config.max_sessions) {
+        let e = ErrorObject::internal(format!(
+            "too many sessions ({} open); try again later",
+            shared.config.max_sessions
+        ));
+        return rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, &e);
+    }
+    let hs = HttpSession::new(
+        &shared.server,
+        shared.config.event_store_capacity,
+        shared.shutdown.child_token(),
+        shared.sessions.epoch,
+    );
+    let (_cell, sink) = new_cell(shared, false);
+    let reply = match shared.server.handle(&hs.mcp, inbound, &sink) {
+        Handled::Reply(reply) => reply,
+        // `initialize` always answers at once; anything else is a bug worth a clear error.
+        Handled::Nothing | Handled::Later(_) => {
+            shared.sessions.release();
+            hs.close();
+            return rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                id,
+                &ErrorObject::internal("initialize did not answer"),
+            );
+        }
+    };
+    if reply.error_code().is_some() {
+        shared.sessions.release();
+        hs.close();
+        return json(StatusCode::OK, reply.into_line());
+    }
+    let sid = HeaderValue::from_str(&hs.id).expect("session ids are visible ASCII");
+    shared.sessions.insert(hs);
+    let mut r = json(StatusCode::OK, reply.into_line());
+    r.headers_mut().insert(SESSION_ID, sid);
+    r
+}
+
+/// Answers a legacy POST once its first message is known: 202 when it carried no request,
+/// JSON when the reply came first, SSE otherwise. The call runs as its own task, so a client
+/// that goes away does not cancel it (legacy rule); its messages stay in the session's
+/// stream for `Last-Event-ID`.
+async fn legacy_respond(
+    shared: &Arc<Shared>,
+    hs: Option<(Arc<HttpSession>, Busy)>,
+    cell: Arc<Cell>,
+    handled: Handled,
+    requests: &[RequestId],
+    session: &Arc<Session>,
+) -> Response<Body> {
+    match handled {
+        Handled::Nothing if requests.is_empty() && cell.decided().is_none() => return accepted(),
+        Handled::Nothing => cell.finish(None),
+        Handled::Reply(reply) => {
+            if cell.decided().is_none() {
+                return json(StatusCode::OK, reply.into_line());
+            }
+            cell.finish_reply(Some(reply));
+        }
+        Handled::Later(call) => {
+            let c = cell.clone();
+            shared.calls.spawn(async move {
+                let reply = call.await;
+                c.finish_reply(reply);
+            });
+        }
+    }
+    loop {
+        let notified = cell.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        match cell.decided() {
+            Some(true) => {
+                if let Some(line) = cell.take_only_reply() {
+                    return json(StatusCode::OK, line);
+                }
+                break;
+            }
+            Some(false) => break,
+            None => notified.await,
+        }
+    }
+    let Some(slot) = shared.open_stream() else {
+        for id in requests {
+            session.cancel(id);
+        }
+        return no_stream_slot(requests.first());
+    };
+    match hs {
+        None => stream_response(shared, cell, None, None, Some(slot), false),
+        Some((hs, busy)) => {
+            let n = hs.register_stream(&cell, shared.config.max_stored_streams);
+            let priming = primes(&hs).then(|| priming_event(n, 0, None));
+            let guard = OnDrop(Some(Box::new(move || {
+                drop(slot);
+                drop(busy);
+            })));
+            stream_response(shared, cell, priming, None, Some(guard), true)
+        }
+    }
+}

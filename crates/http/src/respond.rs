@@ -1,0 +1,128 @@
+//! Response builders: JSON bodies, JSON-RPC errors as whole responses, event streams, and
+//! the status a modern reply gets from its outcome.
+
+use crate::body::Body;
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderValue, Response, StatusCode};
+use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, RequestId, code};
+use toolwright_protocol::ProtocolVersion;
+use toolwright_server::Outcome;
+
+pub(crate) const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+
+pub(crate) fn respond(status: StatusCode, body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r
+}
+
+pub(crate) fn json(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+    let mut r = respond(status, Body::full(bytes));
+    r.headers_mut().insert(CONTENT_TYPE, JSON);
+    r
+}
+
+/// A JSON-RPC error as the whole response.
+pub(crate) fn rpc_error(
+    status: StatusCode,
+    id: Option<&RequestId>,
+    error: &ErrorObject,
+) -> Response<Body> {
+    let mut buf = Vec::with_capacity(96 + error.message.len());
+    jsonrpc::write_error(&mut buf, id, error);
+    json(status, buf)
+}
+
+pub(crate) fn refuse(
+    status: StatusCode,
+    id: Option<&RequestId>,
+    message: impl Into<String>,
+) -> Response<Body> {
+    rpc_error(status, id, &ErrorObject::invalid_request(message))
+}
+
+pub(crate) fn accepted() -> Response<Body> {
+    respond(StatusCode::ACCEPTED, Body::Empty)
+}
+
+pub(crate) fn method_not_allowed(message: &str) -> Response<Body> {
+    let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, None, message);
+    r.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+pub(crate) fn event_stream(body: Body) -> Response<Body> {
+    let mut r = respond(StatusCode::OK, body);
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, EVENT_STREAM);
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// The HTTP status of a modern reply: 400 for the modern protocol errors, 404 for an
+/// unknown method, 200 for everything else (results, tool-level errors).
+pub(crate) fn modern_status(outcome: Outcome) -> StatusCode {
+    match outcome {
+        Outcome::Error(
+            code::HEADER_MISMATCH
+            | code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | code::UNSUPPORTED_PROTOCOL_VERSION
+            | code::INVALID_REQUEST
+            | code::PARSE_ERROR,
+        ) => StatusCode::BAD_REQUEST,
+        Outcome::Error(code::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// 400 for a `MCP-Protocol-Version` this server does not speak.
+pub(crate) fn unsupported_version(id: Option<&RequestId>, v: &str) -> Response<Body> {
+    let supported: Vec<&str> = ProtocolVersion::ALL
+        .iter()
+        .rev()
+        .map(|v| v.as_str())
+        .collect();
+    let e = ErrorObject::invalid_request(format!("unsupported MCP-Protocol-Version {v:?}"))
+        .with_data(serde_json::json!({"supported": supported, "requested": v}));
+    rpc_error(StatusCode::BAD_REQUEST, id, &e)
+}
+
+/// 503 while the server shuts down.
+pub(crate) fn shutting_down() -> Response<Body> {
+    rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+        &ErrorObject::internal("the server is shutting down"),
+    )
+}
+
+/// 503 when every event-stream slot is taken.
+pub(crate) fn no_stream_slot(id: Option<&RequestId>) -> Response<Body> {
+    rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        &ErrorObject::internal("too many open event streams; try again later"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modern_statuses() {
+        let check = |c: i64, s: StatusCode| assert_eq!(modern_status(Outcome::Error(c)), s, "{c}");
+        check(-32020, StatusCode::BAD_REQUEST);
+        check(-32021, StatusCode::BAD_REQUEST);
+        check(-32022, StatusCode::BAD_REQUEST);
+        check(-32600, StatusCode::BAD_REQUEST);
+        check(-32700, StatusCode::BAD_REQUEST);
+        check(-32601, StatusCode::NOT_FOUND);
+        check(-32602, StatusCode::OK);
+        check(-32603, StatusCode::OK);
+        assert_eq!(modern_status(Outcome::Result), StatusCode::OK);
+    }
+}

@@ -1,0 +1,180 @@
+//! Event streams: the SSE response of a POST, and a legacy session's GET stream (new or
+//! resumed after `Last-Event-ID`); DELETE, which ends a session.
+
+use crate::body::{Body, OnDrop, SseSource, parse_event_id, priming_event};
+use crate::headers::{self, HeaderVersion, LAST_EVENT_ID, SESSION_ID};
+use crate::respond::{
+    event_stream, method_not_allowed, no_stream_slot, refuse, respond, shutting_down,
+    unsupported_version,
+};
+use crate::service::{Shared, accepts};
+use crate::session::HttpSession;
+use crate::stream::Cell;
+use bytes::Bytes;
+use http::{HeaderMap, Response, StatusCode};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use toolwright_protocol::ProtocolVersion;
+use toolwright_server::ReplyFuture;
+
+/// True when the session's version expects priming events (2025-11-25 and later).
+pub(crate) fn primes(hs: &HttpSession) -> bool {
+    hs.mcp
+        .negotiated()
+        .is_some_and(|n| n.version >= ProtocolVersion::V2025_11_25)
+}
+
+/// A response whose body streams `cell`. `slot` is the claim on the stream cap (taken here
+/// if absent); `ids` makes the events resumable.
+pub(crate) fn stream_response(
+    shared: &Arc<Shared>,
+    cell: Arc<Cell>,
+    first: Option<Bytes>,
+    call: Option<ReplyFuture>,
+    slot: Option<OnDrop>,
+    ids: bool,
+) -> Response<Body> {
+    let slot = match slot.or_else(|| shared.open_stream()) {
+        Some(s) => s,
+        None => return no_stream_slot(None),
+    };
+    let (ticket, _) = cell.attach(None);
+    let src = SseSource {
+        cell,
+        ticket,
+        ids,
+        call,
+        first,
+        keep_alive: Some(SseSource::ticker(shared.config.keep_alive_interval)),
+        stop: None,
+        _guard: slot,
+    };
+    event_stream(src.into_body())
+}
+
+/// The session a GET or DELETE names, or the response refusing it.
+fn session_of(
+    shared: &Shared,
+    headers: &HeaderMap,
+    what: &str,
+) -> Result<Arc<HttpSession>, Box<Response<Body>>> {
+    match headers::header_version(headers) {
+        HeaderVersion::Known(v) if v.is_modern() => {
+            return Err(Box::new(method_not_allowed(&format!(
+                "{what} is not part of protocol version 2026-07-28; use POST"
+            ))));
+        }
+        HeaderVersion::Unknown(v) => return Err(Box::new(unsupported_version(None, v))),
+        _ => {}
+    }
+    if shared.config.stateless {
+        return Err(Box::new(method_not_allowed(&format!(
+            "{what}: this server is stateless (no sessions); use POST"
+        ))));
+    }
+    let Some(sid) = headers.get(SESSION_ID) else {
+        return Err(Box::new(refuse(
+            StatusCode::BAD_REQUEST,
+            None,
+            "Mcp-Session-Id header required",
+        )));
+    };
+    sid.to_str()
+        .ok()
+        .and_then(|s| shared.sessions.get(s))
+        .ok_or_else(|| {
+            Box::new(refuse(
+                StatusCode::NOT_FOUND,
+                None,
+                "unknown or expired session; initialize again",
+            ))
+        })
+}
+
+/// GET: the session's standalone stream, or the resumption of any of its streams after
+/// `Last-Event-ID`.
+pub(crate) fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+    let hs = match session_of(shared, headers, "GET") {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    if !accepts(headers, "text/event-stream") {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            "GET needs Accept: text/event-stream",
+        );
+    }
+    if shared.shutdown.is_cancelled() {
+        return shutting_down();
+    }
+    let resume = match headers.get(LAST_EVENT_ID) {
+        None => None,
+        Some(v) => match v.to_str().ok().and_then(parse_event_id) {
+            Some(pos) => Some(pos),
+            None => return refuse(StatusCode::BAD_REQUEST, None, "malformed Last-Event-ID"),
+        },
+    };
+    let (stream, after) = match resume {
+        Some((n, seq)) => (n, Some(seq)),
+        None => (0, None),
+    };
+    let Some(cell) = hs.stream(stream) else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            None,
+            "that stream is gone; its events can no longer be replayed",
+        );
+    };
+    let standalone = stream == 0;
+    if standalone && resume.is_none() && hs.get_open.swap(true, Ordering::AcqRel) {
+        return refuse(
+            StatusCode::CONFLICT,
+            None,
+            "this session already has a GET stream open",
+        );
+    }
+    if standalone && resume.is_some() {
+        hs.get_open.store(true, Ordering::Release);
+    }
+    let Some(slot) = shared.open_stream() else {
+        if standalone {
+            hs.get_open.store(false, Ordering::Release);
+        }
+        return no_stream_slot(None);
+    };
+    let (ticket, before) = cell.attach(after);
+    let first = primes(&hs).then(|| priming_event(stream, before, None));
+    let busy = hs.busy();
+    let hs2 = hs.clone();
+    let guard = OnDrop(Some(Box::new(move || {
+        if standalone {
+            hs2.get_open.store(false, Ordering::Release);
+        }
+        drop(busy);
+        drop(slot);
+    })));
+    let src = SseSource {
+        cell,
+        ticket,
+        ids: true,
+        call: None,
+        first,
+        keep_alive: Some(SseSource::ticker(shared.config.keep_alive_interval)),
+        stop: Some(hs.stop.clone()),
+        _guard: guard,
+    };
+    event_stream(src.into_body())
+}
+
+/// DELETE: ends the session.
+pub(crate) fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+    let hs = match session_of(shared, headers, "DELETE") {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    if let Some(hs) = shared.sessions.remove(&hs.id) {
+        hs.close();
+    }
+    respond(StatusCode::NO_CONTENT, Body::Empty)
+}

@@ -1,0 +1,398 @@
+//! The `tools/call` pipeline: era, lookup, capabilities, argument validation, the tool,
+//! output validation, the reply line.
+//!
+//! A call that finishes on its first poll (most do) is answered at once, with no task,
+//! timer or cancellation entry; one that must wait is [`driven`](Server::drive): tracked
+//! for `notifications/cancelled` and bounded by the call timeout.
+
+use crate::config::InputErrorMode;
+use crate::context::{Scope, ToolContext};
+use crate::era::Era;
+use crate::error::ToolError;
+use crate::registry::Entry;
+use crate::reply::{
+    self, Handled, Reply, ReplyFuture, Spent, call_result, panic_text, structured_result_line,
+};
+use crate::server::Server;
+use crate::session::{Outbound, Session};
+use futures_util::FutureExt;
+use serde_json::{Map, Value, json};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use tokio_util::sync::CancellationToken;
+use toolwright_jsonrpc::{ErrorObject, RequestId, code};
+use toolwright_protocol::params::CallToolParams;
+use toolwright_protocol::{CallToolResult, ClientCapabilities, Content, RequestMeta};
+
+/// The parts of a call that its future owns and hands back along with the reply.
+struct CallState {
+    _ctx: ToolContext,
+    _entry: Arc<Entry>,
+    _server: Server,
+    _structured: Option<Value>,
+}
+
+/// Which of `required`'s capabilities `have` lacks, in the ClientCapabilities shape.
+fn missing_capabilities(required: &ClientCapabilities, have: &ClientCapabilities) -> Option<Value> {
+    let mut missing = Map::new();
+    let pairs = [
+        ("roots", &required.roots, &have.roots),
+        ("sampling", &required.sampling, &have.sampling),
+        ("elicitation", &required.elicitation, &have.elicitation),
+        ("tasks", &required.tasks, &have.tasks),
+    ];
+    for (name, need, got) in pairs {
+        if let (Some(n), None) = (need, got) {
+            missing.insert(name.to_owned(), n.clone());
+        }
+    }
+    if let Some(ext) = &required.extensions {
+        let have_ext = have.extensions.as_ref();
+        let lacking: Map<String, Value> = ext
+            .iter()
+            .filter(|(k, _)| !have_ext.is_some_and(|h| h.contains_key(*k)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !lacking.is_empty() {
+            missing.insert("extensions".into(), Value::Object(lacking));
+        }
+    }
+    (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
+/// Nothing is sent for a call that was cancelled meanwhile.
+fn unless_cancelled(ctx: &ToolContext, reply: Reply) -> Option<Reply> {
+    (!ctx.is_cancelled()).then_some(reply)
+}
+
+impl Server {
+    /// `tools/call` with its params read.
+    pub(crate) fn tools_call(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        p: CallToolParams,
+        sink: &Arc<dyn Outbound>,
+    ) -> Result<Handled, ErrorObject> {
+        let era = Era::resolve(p.meta.as_deref(), session)?;
+        self.wait_ready();
+        let snapshot = self.inner.registry.snapshot();
+        let Some(entry) = snapshot.get(&p.name).cloned() else {
+            return Err(ErrorObject::invalid_params(format!(
+                "Unknown tool: {}",
+                p.name
+            )));
+        };
+        drop(snapshot);
+        let capabilities = self.client_caps(session, &era);
+        if let Some(required) = &entry.required_capabilities
+            && let Some(missing) = missing_capabilities(required, &capabilities)
+        {
+            if era.is_modern() {
+                return Err(ErrorObject::new(
+                    code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!(
+                        "tool {} needs client capabilities this request did not declare",
+                        p.name
+                    ),
+                )
+                .with_data(json!({"requiredCapabilities": missing})));
+            }
+            let r = CallToolResult::error(format!(
+                "tool {} needs the client capabilities {missing}, which this client did not declare at initialize",
+                p.name
+            ));
+            return Ok(Handled::Reply(call_result(id, &era, &r)));
+        }
+        let args = p.arguments.unwrap_or_else(|| Value::Object(Map::new()));
+        if !args.is_object() {
+            return Err(ErrorObject::invalid_params(
+                "tools/call arguments must be a JSON object",
+            ));
+        }
+        if let Err(violations) = entry.input.validate(&args) {
+            let text = toolwright_schema::format_violations(&violations);
+            return match self.inner.config.input_errors {
+                InputErrorMode::ToolError => {
+                    let r = CallToolResult::error(format!(
+                        "Invalid arguments for tool {}:\n{text}",
+                        p.name
+                    ));
+                    Ok(Handled::Reply(call_result(id, &era, &r)))
+                }
+                InputErrorMode::ProtocolError => {
+                    let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                    Err(ErrorObject::invalid_params(format!(
+                        "Invalid arguments for tool {}: {text}",
+                        p.name
+                    ))
+                    .with_data(json!({"violations": list})))
+                }
+            };
+        }
+
+        let meta = p.meta.map(|m| *m).unwrap_or_default();
+        // Modern multi-round-trip: answers from the sealed state plus this round's.
+        let mut answers = Map::new();
+        let args_copy = era.is_modern().then(|| args.clone());
+        if let (Some(state), Some(args)) = (&p.request_state, &args_copy) {
+            answers = self
+                .inner
+                .state_key
+                .open(state, "tools/call", &p.name, args)
+                .map_err(|why| ErrorObject::invalid_params(why.to_string()))?
+                .a;
+        }
+        if era.is_modern() {
+            answers.extend(p.input_responses.unwrap_or_default());
+        }
+        let cancel = CancellationToken::new();
+        let ctx = self.context(
+            session,
+            id,
+            &era,
+            meta,
+            sink,
+            &cancel,
+            capabilities,
+            answers,
+        );
+        let server = self.clone();
+        let reply_id = id.clone();
+        let mut fut = Box::pin(async move {
+            let outcome = AssertUnwindSafe(entry.handler.call(args, ctx.clone()))
+                .catch_unwind()
+                .await;
+            let mut spent = None;
+            let reply = server.finish(
+                &reply_id,
+                &era,
+                &entry,
+                &ctx,
+                args_copy.as_ref(),
+                outcome,
+                &mut spent,
+            );
+            // Handed back rather than dropped here, where the reply would wait for it.
+            let state = CallState {
+                _ctx: ctx,
+                _entry: entry,
+                _server: server,
+                _structured: spent,
+            };
+            (reply, state)
+        });
+        // Most tools finish on this first poll.
+        if let Poll::Ready((reply, state)) =
+            fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+        {
+            return Ok(match reply {
+                Some(reply) => Handled::Reply(reply.with_spent(Spent {
+                    _held: Box::new((state, cancel, fut)),
+                })),
+                None => Handled::Nothing,
+            });
+        }
+        Ok(self.drive(
+            session,
+            id.clone(),
+            cancel,
+            || format!("tool {}", p.name),
+            Box::pin(async move { fut.await.0 }),
+        ))
+    }
+
+    /// Builds the context of one request.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn context(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        era: &Era,
+        meta: RequestMeta,
+        sink: &Arc<dyn Outbound>,
+        cancel: &CancellationToken,
+        client_capabilities: Arc<ClientCapabilities>,
+        answers: Map<String, Value>,
+    ) -> ToolContext {
+        ToolContext::new(Scope {
+            request_id: id.clone(),
+            version: era.version(),
+            cancel: cancel.clone(),
+            progress_token: meta.progress_token,
+            last_progress: parking_lot::Mutex::new(f64::NEG_INFINITY),
+            modern_log_level: match era {
+                Era::Modern { log_level, .. } => *log_level,
+                Era::Legacy(_) => None,
+            },
+            sink: sink.clone(),
+            session: session.clone(),
+            client_capabilities,
+            roots: self.inner.roots.clone(),
+            client_timeout: self.inner.config.client_request_timeout,
+            inputs: crate::context::Inputs {
+                answers,
+                ..Default::default()
+            },
+        })
+    }
+
+    /// Runs the future that produces a request's reply. Most finish without waiting on
+    /// anything, so it is polled once right here and answered at once, with no task, timer
+    /// or cancellation entry. One that must wait is tracked (so `notifications/cancelled`
+    /// reaches it), bounded by the call timeout, and cancelled if it is dropped.
+    pub(crate) fn drive(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        cancel: CancellationToken,
+        what: impl FnOnce() -> String,
+        fut: ReplyFuture,
+    ) -> Handled {
+        let mut fut = fut;
+        let mut cx = Context::from_waker(Waker::noop());
+        if let Poll::Ready(reply) = fut.as_mut().poll(&mut cx) {
+            return reply.map_or(Handled::Nothing, Handled::Reply);
+        }
+        // Named only now: most calls never need to say what they were.
+        let what = what();
+        session.track(id.clone(), cancel.clone());
+        let session = session.clone();
+        let timeout = self.inner.config.call_timeout;
+        Handled::Later(Box::pin(async move {
+            // Dropping this future (an HTTP client closed its stream) cancels the call too.
+            let cancel_on_drop = cancel.clone().drop_guard();
+            let reply = tokio::select! {
+                reply = &mut fut => reply,
+                _ = cancel.cancelled() => None,
+                _ = tokio::time::sleep(timeout) => {
+                    cancel.cancel();
+                    let e = ErrorObject::new(
+                        code::REQUEST_TIMEOUT,
+                        format!("{what} did not finish within {timeout:?} and was cancelled"),
+                    );
+                    Some(Reply::error(Some(&id), &e))
+                }
+            };
+            drop(fut);
+            session.untrack(&id);
+            cancel_on_drop.disarm();
+            reply
+        }))
+    }
+
+    /// The reply for a modern call that asked the client something it has no answer for
+    /// (`input_required`), or that needs a capability the request did not declare.
+    pub(crate) fn input_reply(
+        &self,
+        id: &RequestId,
+        era: &Era,
+        ctx: &ToolContext,
+        method: &str,
+        target: &str,
+        args: Option<&Value>,
+    ) -> Option<Reply> {
+        if !era.is_modern() {
+            return None;
+        }
+        if let Some(cap) = ctx.missing_capability() {
+            let e = ErrorObject::new(
+                code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!(
+                    "{target} needs the client capability {cap}, which this request did not declare"
+                ),
+            )
+            .with_data(json!({"requiredCapabilities": {cap: {}}}));
+            return Some(Reply::error(Some(id), &e));
+        }
+        let asked = ctx.pending_inputs();
+        if asked.is_empty() {
+            return None;
+        }
+        let null = Value::Null;
+        let payload = crate::mrtr::StateKey::payload(
+            method,
+            target,
+            args.unwrap_or(&null),
+            self.inner.config.request_state_ttl,
+            ctx.answers().clone(),
+        );
+        let state = self.inner.state_key.seal(&payload);
+        let value =
+            json!({"resultType": "input_required", "inputRequests": asked, "requestState": state});
+        Some(self.result(id, era, value))
+    }
+
+    /// The reply of a finished call. Structured content that `spent` receives is dropped by
+    /// the caller, once the line is sent.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        id: &RequestId,
+        era: &Era,
+        entry: &Entry,
+        ctx: &ToolContext,
+        args: Option<&Value>,
+        outcome: std::thread::Result<Result<CallToolResult, ToolError>>,
+        spent: &mut Option<Value>,
+    ) -> Option<Reply> {
+        let name = &entry.definition.name;
+        if let Some(reply) = self.input_reply(id, era, ctx, "tools/call", name, args) {
+            return unless_cancelled(ctx, reply);
+        }
+        let internal = |m: String| Some(Reply::error(Some(id), &ErrorObject::internal(m)));
+        let mut result = match outcome {
+            Err(panic) => {
+                let why = panic_text(&*panic);
+                tracing::error!(tool = %name, "tool panicked: {why}");
+                return internal(format!("tool {name} panicked: {why}"));
+            }
+            Ok(Err(ToolError::Cancelled)) => return None,
+            Ok(Err(ToolError::InputRequired)) => {
+                // Asked nothing this server could carry (a legacy request, or no question).
+                return internal(format!(
+                    "tool {name} needs input from the client that this request cannot carry"
+                ));
+            }
+            Ok(Err(ToolError::Internal(m))) => return internal(format!("tool {name} failed: {m}")),
+            Ok(Err(e @ (ToolError::Failed(_) | ToolError::InvalidArguments(_)))) => {
+                CallToolResult::error(e.to_string())
+            }
+            Ok(Ok(r)) => r,
+        };
+        if !result.is_error() {
+            if let Some(validator) = &entry.output {
+                let Some(sc) = &result.structured_content else {
+                    return internal(format!(
+                        "tool {name} declares an outputSchema but returned no structuredContent"
+                    ));
+                };
+                if let Err(v) = validator.validate(sc) {
+                    let e = ErrorObject::internal(format!(
+                        "tool {name} returned structuredContent that violates its outputSchema:\n{}",
+                        toolwright_schema::format_violations(&v)
+                    ))
+                    .with_data(json!({"violations": v.iter().map(ToString::to_string).collect::<Vec<_>>()}));
+                    return Some(Reply::error(Some(id), &e));
+                }
+            }
+            if let Some(sc) = &result.structured_content
+                && result.content.is_empty()
+            {
+                if era.version().has_structured_content() {
+                    let line = structured_result_line(id, era, sc, &result);
+                    *spent = result.structured_content;
+                    return Some(Reply::result(line));
+                }
+                let text = serde_json::to_string(sc).expect("a JSON value serializes");
+                result.content = vec![Content::text(text)];
+            }
+        }
+        if !era.version().has_structured_content() {
+            result.structured_content = None;
+        }
+        Some(reply::call_result(id, era, &result))
+    }
+}
