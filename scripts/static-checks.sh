@@ -56,6 +56,7 @@ run_deny() {
     cargo deny --offline --locked check advisories
   else
     log "cargo deny check advisories: NOT RUN"
+    note=", advisories NOT RUN"
     echo "No RustSec advisory database on this machine ($dbs) and none can be fetched from"
     echo "here; run 'cargo deny fetch db' where GitHub is reachable, then this script again."
   fi
@@ -65,7 +66,10 @@ checks=("$@")
 [ ${#checks[@]} -gt 0 ] || checks=(fmt clippy doc deny)
 for c in "${checks[@]}"; do
   case "$c" in
-    fmt|clippy|doc|deny) "run_$c" ;;
+    fmt|clippy|doc|deny)
+      start=$SECONDS note=""
+      "run_$c"
+      printf '== %s passed (%d s%s)\n' "$c" $((SECONDS - start)) "$note" ;;
     *) echo "static-checks.sh: unknown check '$c' (fmt, clippy, doc, deny)" >&2; exit 2 ;;
   esac
 done
