@@ -342,7 +342,7 @@ impl Server {
         if let Some(reply) = self.input_reply(id, era, ctx, "tools/call", name, args) {
             return unless_cancelled(ctx, reply);
         }
-        let internal = |m: String| Some(Reply::error(Some(id), &ErrorObject::internal(m)));
+        let internal = |m: String| Some(Reply::internal(id, m));
         let mut result = match outcome {
             Err(panic) => {
                 let why = panic_text(&*panic);
