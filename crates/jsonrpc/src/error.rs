@@ -40,6 +40,10 @@ pub enum FrameError {
         /// How many bytes of the line had been received when it was
         /// rejected (the whole line if its newline had already arrived).
         len_so_far: usize,
+        /// The id of the request, when the part of the line received could
+        /// be read up to a whole top-level `id`
+        /// ([`readable_id`](crate::readable_id)).
+        id: Option<crate::RequestId>,
     },
 }
 
@@ -50,8 +54,8 @@ mod tests {
     #[test]
     fn messages_name_the_problem() {
         table! { |err: Error, want: &str| assert_eq!(err.to_string(), want);
-            (Error::Frame(FrameError::TooLong { len_so_far: 9 }), "line too long: rejected after 9 bytes");
-            (Error::from(FrameError::TooLong { len_so_far: 0 }), "line too long: rejected after 0 bytes");
+            (Error::Frame(FrameError::TooLong { len_so_far: 9, id: None }), "line too long: rejected after 9 bytes");
+            (Error::from(FrameError::TooLong { len_so_far: 0, id: None }), "line too long: rejected after 0 bytes");
             (Error::Serialize { part: "result for id 1".into(), source: serde::ser::Error::custom("boom") }, "cannot serialize the result for id 1: boom");
         }
     }

@@ -5,8 +5,8 @@
 use std::ops::{Deref, Range};
 use std::str::Utf8Error;
 
-use crate::FrameError;
 use crate::scan::find_byte;
+use crate::{FrameError, readable_id};
 
 /// Splits a byte stream into lines, for newline-delimited JSON-RPC (the MCP
 /// stdio transport).
@@ -35,7 +35,7 @@ use crate::scan::find_byte;
 /// assert!(decoder.next_line().is_none());
 /// decoder.push(b"o\nmuch too long\nlast");
 /// assert_eq!(decoder.next_line().unwrap().unwrap().as_bytes(), b"two");
-/// assert_eq!(decoder.next_line().unwrap().unwrap_err(), FrameError::TooLong { len_so_far: 13 });
+/// assert_eq!(decoder.next_line().unwrap().unwrap_err(), FrameError::TooLong { len_so_far: 13, id: None });
 /// assert!(decoder.next_line().is_none());
 /// assert_eq!(decoder.finish().unwrap().unwrap().as_bytes(), b"last");
 /// ```
@@ -221,10 +221,12 @@ impl LineDecoder {
                     let maybe_crlf =
                         pending - 1 == self.max_line && self.buf[self.end - 1] == b'\r';
                     if !maybe_crlf {
+                        let id = readable_id(&self.buf[self.start..self.end]);
                         self.clear();
                         self.discarding = true;
                         return Some(Err(FrameError::TooLong {
                             len_so_far: pending,
+                            id,
                         }));
                     }
                 }
@@ -237,6 +239,7 @@ impl LineDecoder {
             if line.len() > self.max_line {
                 return Some(Err(FrameError::TooLong {
                     len_so_far: line.len(),
+                    id: readable_id(&self.buf[line.clone()]),
                 }));
             }
             if !is_blank(&self.buf[line.clone()]) {

@@ -8,7 +8,7 @@ fn events_of(decoder: &mut LineDecoder, chunks: &[&[u8]]) -> Vec<String> {
     fn show(r: Result<Line<'_>, FrameError>, prefix: &str) -> String {
         match r {
             Ok(line) => format!("{prefix}{}", String::from_utf8_lossy(line.as_bytes())),
-            Err(FrameError::TooLong { len_so_far }) => format!("E{len_so_far}"),
+            Err(FrameError::TooLong { len_so_far, .. }) => format!("E{len_so_far}"),
         }
     }
     let mut events = Vec::new();
@@ -110,7 +110,13 @@ fn an_endless_line_is_never_buffered_beyond_the_limit() {
     for _ in 0..2_500 {
         decoder.push(&chunk);
         while let Some(r) = decoder.next_line() {
-            assert_eq!(r, Err(FrameError::TooLong { len_so_far: 4096 }));
+            assert_eq!(
+                r,
+                Err(FrameError::TooLong {
+                    len_so_far: 4096,
+                    id: None
+                })
+            );
             reports += 1;
         }
         assert!(decoder.buffered() <= max_line + chunk.len());
@@ -141,4 +147,40 @@ fn line_accessors() {
     assert_eq!(line.as_ref(), b"h\xc3\xa9");
     assert!(decoder.next_line().unwrap().unwrap().to_str().is_err());
     assert_eq!(decoder.max_line(), 8);
+}
+
+#[test]
+fn an_over_long_line_keeps_the_id_it_began_with() {
+    let mut decoder = LineDecoder::new(64);
+    let mut line = br#"{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"x":""#.to_vec();
+    line.extend(std::iter::repeat_n(b'a', 200));
+    decoder.push(&line);
+    let err = decoder.next_line().unwrap().unwrap_err();
+    assert_eq!(
+        err,
+        FrameError::TooLong {
+            len_so_far: line.len(),
+            id: Some(crate::RequestId::String("big".into()))
+        }
+    );
+    decoder.push(b"\"}}\n{\"id\":1}\n");
+    assert_eq!(
+        decoder.next_line().unwrap().unwrap().as_bytes(),
+        b"{\"id\":1}"
+    );
+    // The whole line arrived at once: the same.
+    decoder.push(b"{\"id\":7,\"params\":\"");
+    decoder.push(&[b'b'; 100]);
+    decoder.push(b"\"}\n");
+    let err = decoder.next_line().unwrap().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            FrameError::TooLong {
+                id: Some(crate::RequestId::Number(7)),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }

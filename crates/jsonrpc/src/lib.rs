@@ -66,6 +66,7 @@ mod frame;
 mod id;
 mod message;
 mod object;
+mod recover;
 mod scan;
 mod write;
 
@@ -76,6 +77,7 @@ pub use message::{
     Incoming, Limits, Message, Notification, Parsed, Request, Response, parse, parse_call,
 };
 pub use object::{ErrorObject, ErrorResponse};
+pub use recover::readable_id;
 pub use write::{
     write_error, write_error_response, write_notification, write_notification_no_params,
     write_raw_result, write_request, write_request_no_params, write_result,

@@ -9,7 +9,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::envelope::{CallVisitor, Envelope, Slot, Top};
-use crate::{ErrorObject, ErrorResponse, RequestId, scan};
+use crate::{ErrorObject, ErrorResponse, RequestId, readable_id, scan};
 
 /// Size limits applied by [`parse`] before any JSON parsing happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,13 +111,17 @@ pub enum Parsed {
     /// A non-empty JSON array; each element became a message, invalid
     /// elements as [`Message::Invalid`].
     Batch(Vec<Message>),
-    /// The input as a whole was rejected; send this back (it never has an
-    /// id).
+    /// The input as a whole was rejected; send this back. It carries the
+    /// request's id when one could still be read from the top-level object
+    /// (see [`readable_id`](crate::readable_id)), and none otherwise.
     Invalid(ErrorResponse),
 }
 
-fn whole_input(error: ErrorObject) -> Parsed {
-    Parsed::Invalid(ErrorResponse { id: None, error })
+fn whole_input(bytes: &[u8], error: ErrorObject) -> Parsed {
+    Parsed::Invalid(ErrorResponse {
+        id: readable_id(bytes),
+        error,
+    })
 }
 
 /// Parses one incoming JSON-RPC message or batch.
@@ -149,10 +153,16 @@ fn whole_input(error: ErrorObject) -> Parsed {
 ///
 /// The one exception for ids: an error response whose `id` is absent or
 /// `null` is [`Message::ErrorWithoutId`], not invalid.
+///
+/// Whenever the answer is an error, it carries the id if one can still be
+/// read from the top-level object ([`readable_id`](crate::readable_id)):
+/// a message too large or too deep, a syntax error or a number out of
+/// range after the `id`, or an id written as `-0` or `7.0`, which JSON
+/// Schema counts as integers but which this envelope refuses.
 pub fn parse(bytes: &[u8], limits: &Limits) -> Parsed {
     match admit(bytes, limits) {
         Ok(text) => parse_text(text),
-        Err(refused) => whole_input(refused),
+        Err(refused) => whole_input(bytes, refused),
     }
 }
 
@@ -177,7 +187,7 @@ pub enum Incoming<P> {
 pub fn parse_call<P: DeserializeOwned>(bytes: &[u8], limits: &Limits, method: &str) -> Incoming<P> {
     let text = match admit(bytes, limits) {
         Ok(text) => text,
-        Err(refused) => return Incoming::Other(whole_input(refused)),
+        Err(refused) => return Incoming::Other(whole_input(bytes, refused)),
     };
     let mut de = serde_json::Deserializer::from_str(text);
     let visitor = CallVisitor {
@@ -214,17 +224,27 @@ fn parse_text(text: &str) -> Parsed {
     // syntax error (or serde_json's recursion limit, also syntax).
     let top = match Top::deserialize(&mut de).and_then(|top| de.end().map(|()| top)) {
         Ok(top) => top,
-        Err(e) => return whole_input(ErrorObject::parse_error(format!("Parse error: {e}"))),
+        Err(e) => {
+            let error = ErrorObject::parse_error(format!("Parse error: {e}"));
+            return whole_input(text.as_bytes(), error);
+        }
     };
     match top {
+        // An id the envelope rules could not accept (`-0`, `7.0`) may still be readable,
+        // exactly, from the text: the error then goes back to it.
+        Top::Single(Message::Invalid { id: None, error }) => Parsed::Single(Message::Invalid {
+            id: readable_id(text.as_bytes()),
+            error,
+        }),
         Top::Single(message) => Parsed::Single(message),
         Top::Batch(items) if items.is_empty() => {
-            whole_input(ErrorObject::invalid_request("empty batch"))
+            whole_input(b"", ErrorObject::invalid_request("empty batch"))
         }
         Top::Batch(items) => Parsed::Batch(items),
-        Top::Scalar => whole_input(ErrorObject::invalid_request(
-            "message must be a JSON object or array",
-        )),
+        Top::Scalar => whole_input(
+            b"",
+            ErrorObject::invalid_request("message must be a JSON object or array"),
+        ),
     }
 }
 

@@ -77,8 +77,10 @@ fn invalid_ids_are_dropped() {
     parse_table! { Limits::default();
         r#"{"jsonrpc":"2.0","id":null,"method":"m"}"# => "invalid - -32600";
         r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"# => "invalid - -32600";
-        r#"{"jsonrpc":"2.0","id":1.0,"method":"m"}"# => "invalid - -32600";
-        r#"{"jsonrpc":"2.0","id":1e2,"method":"m"}"# => "invalid - -32600";
+        // JSON Schema integers the envelope refuses: the error still goes back to them.
+        r#"{"jsonrpc":"2.0","id":1.0,"method":"m"}"# => "invalid 1 -32600";
+        r#"{"jsonrpc":"2.0","id":1e2,"method":"m"}"# => "invalid 100 -32600";
+        r#"{"jsonrpc":"2.0","id":-0,"method":"m"}"# => "invalid 0 -32600";
         r#"{"jsonrpc":"2.0","id":true,"method":"m"}"# => "invalid - -32600";
         r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"# => "invalid - -32600";
         r#"{"jsonrpc":"2.0","id":{"a":1},"method":"m"}"# => "invalid - -32600";
@@ -127,10 +129,12 @@ fn whole_input_errors() {
         "" => "whole - -32700";
         "   " => "whole - -32700";
         "{" => "whole - -32700";
-        r#"{"jsonrpc":"2.0","id":1,"method":"m""# => "whole - -32700";
-        r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"# => "whole - -32700";
-        r#"{"jsonrpc":"2.0","id":1,"method":"m"}{}"# => "whole - -32700";
-        r#"{"jsonrpc":"2.0","id":1,"method":"m",}"# => "whole - -32700";
+        r#"{"jsonrpc":"2.0","id":1,"method":"m""# => "whole 1 -32700";
+        r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"# => "whole 1 -32700";
+        r#"{"jsonrpc":"2.0","id":1,"method":"m"}{}"# => "whole 1 -32700";
+        r#"{"jsonrpc":"2.0","id":1,"method":"m",}"# => "whole 1 -32700";
+        r#"{"jsonrpc":"2.0","method":"m""# => "whole - -32700";
+        r#"{"jsonrpc":"2.0","id":7,"method":1e400}"# => "whole 7 -32700";
         r#"{'jsonrpc':'2.0'}"# => "whole - -32700";
         r#"[{"jsonrpc":"2.0","method":"m"},"# => "whole - -32700";
         "nul" => "whole - -32700";
@@ -159,7 +163,9 @@ fn size_and_depth_limits() {
     parse_table! { Limits { max_bytes: 64, max_depth: 3 };
         r#"{"jsonrpc":"2.0","id":1,"method":"m"}"# => "req 1 m -";
         r#"{"jsonrpc":"2.0","id":1,"method":"mmmmmmmmmmmmmmmmmmmmmmmmmmmm"}"# => "req 1 mmmmmmmmmmmmmmmmmmmmmmmmmmmm -";
-        r#"{"jsonrpc":"2.0","id":1,"method":"mmmmmmmmmmmmmmmmmmmmmmmmmmmmm"}"# => "whole - -32600";
+        r#"{"jsonrpc":"2.0","id":1,"method":"mmmmmmmmmmmmmmmmmmmmmmmmmmmmm"}"# => "whole 1 -32600";
+        r#"{"jsonrpc":"2.0","method":"mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"}"# => "whole - -32600";
+        r#"{"id":"d","method":"m","params":[[[1]]]}"# => r#"whole "d" -32600"#;
         r#"{"jsonrpc":"2.0","method":"m","params":[[1]]}"# => "note m [[1]]";
         r#"{"jsonrpc":"2.0","method":"m","params":[[[1]]]}"# => "whole - -32600";
         r#"{"jsonrpc":"2.0","method":"m","params":[["[[[["]]}"# => r#"note m [["[[[["]]"#;
@@ -173,7 +179,7 @@ fn size_and_depth_limits() {
 #[test]
 fn invalid_utf8_is_a_parse_error() {
     let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}";
-    assert_eq!(summary(&parse(input, &Limits::default())), "whole - -32700");
+    assert_eq!(summary(&parse(input, &Limits::default())), "whole 1 -32700");
 }
 
 #[test]

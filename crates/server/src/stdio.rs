@@ -218,13 +218,13 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         spent: Vec::with_capacity(64),
     };
     let mut warming = false;
-    let too_long = |len: usize| {
+    let too_long = |len: usize, id: Option<toolwright_jsonrpc::RequestId>| {
         let e = ErrorObject::invalid_request(format!(
             "message too large: over {} bytes (read {len} before giving up on it)",
             server.config().limits.max_bytes
         ));
         let mut line = Vec::new();
-        toolwright_jsonrpc::write_error(&mut line, None, &e);
+        toolwright_jsonrpc::write_error(&mut line, id.as_ref(), &e);
         line
     };
     let handle_line = |line: &[u8], replies: &mut Outgoing| match server.handle(
@@ -264,7 +264,7 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
             }
             handle_line(line.as_bytes(), replies);
         }
-        Err(FrameError::TooLong { len_so_far }) => replies.push(too_long(len_so_far)),
+        Err(FrameError::TooLong { len_so_far, id }) => replies.push(too_long(len_so_far, id)),
         Err(e) => tracing::warn!("framing error: {e}"),
     };
     loop {

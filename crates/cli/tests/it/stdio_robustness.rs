@@ -9,13 +9,67 @@ fn malformed_json_is_a_parse_error_without_id() {
     let mut s = Server::start(&[]);
     for bad in [
         &b"{not json\n"[..],
-        b"{\"jsonrpc\":\"2.0\",\"id\":1,\n",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\n",
         b"\xff\xfe\n",
     ] {
         s.send_raw(bad);
         let r = s.recv();
         assert_eq!(r["error"]["code"], -32700, "{r}");
         assert!(r.get("id").is_none());
+    }
+    s.assert_alive();
+}
+
+/// Whenever the id can still be read, the error goes back to it, so the client is not left
+/// waiting for an answer that never names its request.
+#[test]
+fn errors_carry_every_id_that_can_be_read() {
+    let mut s = Server::start(&["--max-message-bytes", "200000"]);
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{{"name":"add","arguments":{}{}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"{}"}}}}"#,
+        "x".repeat(300_000)
+    );
+    let cases: Vec<(String, serde_json::Value, i64)> = vec![
+        (deep, json!(99), -32600),
+        (huge, json!("big"), -32600),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":5,"method":{}}}"#, "9".repeat(400)),
+            json!(5),
+            -32700,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":-0,"method":"ping"}"#.to_owned(),
+            json!(0),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":7.0,"method":"ping"}"#.to_owned(),
+            json!(7),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"s","method":["ping"]}"#.to_owned(),
+            json!("s"),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"ping", oops}"#.to_owned(),
+            json!(8),
+            -32700,
+        ),
+    ];
+    for (line, id, code) in cases {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        s.send_raw(&bytes);
+        let r = s.recv();
+        assert_eq!(r["id"], id, "{r}");
+        assert_eq!(r["error"]["code"], code, "{r}");
     }
     s.assert_alive();
 }
