@@ -39,10 +39,8 @@ pub fn readable_id(bytes: &[u8]) -> Option<RequestId> {
                 return None;
             }
             seen = true;
-            found = s.id_value();
-            if found.is_none() {
-                return None;
-            }
+            // An `id` that is not a usable id leaves nothing to answer to.
+            found = Some(s.id_value()?);
         } else if !s.skip_value() {
             return found;
         }
