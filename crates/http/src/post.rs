@@ -149,7 +149,14 @@ fn check_modern(
         Inbound::Call(id, p) => {
             let peek = headers::Peek::of_call(p);
             headers::check_modern(headers, "tools/call", &peek, true)
-                .and_then(|()| check_tool_headers(shared, headers, &p.name, p.arguments.as_ref()))
+                .and_then(|()| {
+                    check_tool_headers(
+                        shared,
+                        headers,
+                        &p.name,
+                        p.arguments.as_ref().map(|a| &a.value),
+                    )
+                })
                 .map_err(|e| bad(Some(id), e))
         }
         Inbound::Message(Message::Request(r)) => {

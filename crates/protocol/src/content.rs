@@ -188,9 +188,44 @@ pub struct CallToolResult {
     /// Metadata.
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
+    /// The structured content as JSON text, for numbers a `Value` cannot hold exactly
+    /// (see [`structured_exact`](Self::structured_exact)). Not serialized with the result:
+    /// the server writes it in place of `structured_content`, and as the text block.
+    #[serde(skip)]
+    pub structured_text: Option<JsonText>,
+}
+
+/// JSON text, kept as written.
+#[derive(Debug, Clone)]
+pub struct JsonText(pub Box<serde_json::value::RawValue>);
+
+impl JsonText {
+    /// The text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
 }
 
 impl CallToolResult {
+    /// A successful structured result whose numbers must reach the client exactly as
+    /// written in `text`, with no content blocks (the server adds `text` as the text block).
+    /// `value` is the same JSON with its numbers as near as a `Value` holds them: it is
+    /// what the server checks against the tool's `outputSchema` and what in-process callers
+    /// read, while `text` is what goes on the wire.
+    pub fn structured_exact(value: Value, text: Box<serde_json::value::RawValue>) -> Self {
+        CallToolResult {
+            structured_content: Some(value),
+            structured_text: Some(JsonText(text)),
+            ..Default::default()
+        }
+    }
+
     /// A successful result with these content blocks.
     pub fn content(content: Vec<Content>) -> Self {
         CallToolResult {

@@ -35,7 +35,7 @@ pub mod resources;
 pub mod tool;
 pub mod version;
 
-pub use content::{CallToolResult, Content, ContentAnnotations, ResourceContents, Role};
+pub use content::{CallToolResult, Content, ContentAnnotations, JsonText, ResourceContents, Role};
 pub use error::{ParamHeaderError, ToolNameError};
 pub use headers::{ParamHeader, ParamHeaders};
 pub use lifecycle::{

@@ -24,7 +24,7 @@ pub struct CallToolParams {
     pub name: String,
     /// Arguments; absent means `{}`.
     #[serde(default)]
-    pub arguments: Option<Value>,
+    pub arguments: Option<Arguments>,
     /// Request metadata (boxed: it is most of the struct's size, and a legacy call has
     /// none, so an unboxed one would be copied around empty with every move).
     #[serde(default, rename = "_meta")]
@@ -38,6 +38,28 @@ pub struct CallToolParams {
     /// 2025-11-25 tasks: run as a task.
     #[serde(default)]
     pub task: Option<Value>,
+}
+
+/// The `arguments` of a `tools/call`: the value, and the JSON text the client sent.
+///
+/// The text is kept for tools that must read a number exactly as it was written (a
+/// `Value` holds a number as an `f64` or a 64-bit integer, so `0.1000000000000000001` or a
+/// 30-digit integer would already be rounded). Reading fails, with serde_json's message,
+/// when a number is beyond what a `Value` can hold at all (`1e400`).
+#[derive(Debug, Clone)]
+pub struct Arguments {
+    /// The arguments as a JSON value.
+    pub value: Value,
+    /// The same arguments as the client wrote them.
+    pub text: Box<serde_json::value::RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        let value = serde_json::from_str(text.get()).map_err(serde::de::Error::custom)?;
+        Ok(Arguments { value, text })
+    }
 }
 
 /// Parameters of `logging/setLevel`.

@@ -106,7 +106,10 @@ impl Server {
             ));
             return Ok(Handled::Reply(call_result(id, &era, &r)));
         }
-        let args = p.arguments.unwrap_or_else(|| Value::Object(Map::new()));
+        let (args, arguments_text) = match p.arguments {
+            Some(a) => (a.value, Some(a.text)),
+            None => (Value::Object(Map::new()), None),
+        };
         if !args.is_object() {
             return Err(ErrorObject::invalid_params(
                 "tools/call arguments must be a JSON object",
@@ -158,6 +161,7 @@ impl Server {
             &cancel,
             capabilities,
             answers,
+            arguments_text,
         );
         let server = self.clone();
         let reply_id = id.clone();
@@ -216,6 +220,7 @@ impl Server {
         cancel: &CancellationToken,
         client_capabilities: Arc<ClientCapabilities>,
         answers: Map<String, Value>,
+        arguments_text: Option<Box<serde_json::value::RawValue>>,
     ) -> ToolContext {
         ToolContext::new(Scope {
             request_id: id.clone(),
@@ -236,6 +241,7 @@ impl Server {
                 answers,
                 ..Default::default()
             },
+            arguments_text,
         })
     }
 
@@ -381,12 +387,16 @@ impl Server {
             if let Some(sc) = &result.structured_content
                 && result.content.is_empty()
             {
+                // The JSON as the tool wrote it when it kept numbers exact, else serialized.
+                let text = match result.structured_text.take() {
+                    Some(t) => String::from(t.get()),
+                    None => serde_json::to_string(sc).expect("a JSON value serializes"),
+                };
                 if era.version().has_structured_content() {
-                    let line = structured_result_line(id, era, sc, &result);
+                    let line = structured_result_line(id, era, &text, &result);
                     *spent = result.structured_content;
                     return Some(Reply::result(line));
                 }
-                let text = serde_json::to_string(sc).expect("a JSON value serializes");
                 result.content = vec![Content::text(text)];
             }
         }

@@ -33,6 +33,8 @@ pub(crate) struct Scope {
     pub roots: Arc<Vec<PathBuf>>,
     pub client_timeout: Duration,
     pub inputs: Inputs,
+    /// The call's arguments as the client wrote them (none for in-process calls).
+    pub arguments_text: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// Modern-era multi-round-trip state of one request.
@@ -72,7 +74,19 @@ impl ToolContext {
             roots: Arc::new(roots),
             client_timeout: Duration::from_secs(30),
             inputs: Inputs::default(),
+            arguments_text: None,
         })
+    }
+
+    /// The arguments as the client wrote them, when the call came over a transport: the
+    /// JSON text of the object whose value the tool received. A tool that must read a
+    /// number exactly as written (more digits than an `f64` holds) reads it here; `None`
+    /// for calls made in-process.
+    pub fn arguments_text(&self) -> Option<&str> {
+        self.inner
+            .arguments_text
+            .as_deref()
+            .map(serde_json::value::RawValue::get)
     }
 
     /// The id of the request being served.

@@ -57,7 +57,7 @@ impl Server {
         let cancel = CancellationToken::new();
         let caps = self.client_caps(session, era);
         let meta = meta.unwrap_or_default();
-        let ctx = self.context(session, id, era, meta, sink, &cancel, caps, answers);
+        let ctx = self.context(session, id, era, meta, sink, &cancel, caps, answers, None);
         (cancel, ctx)
     }
 

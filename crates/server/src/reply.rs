@@ -163,10 +163,9 @@ pub(crate) fn plain_result(id: &RequestId, value: &impl serde::Serialize) -> Rep
 pub(crate) fn structured_result_line(
     id: &RequestId,
     era: &Era,
-    structured: &Value,
+    json: &str,
     result: &CallToolResult,
 ) -> Vec<u8> {
-    let json = serde_json::to_string(structured).expect("a JSON value serializes");
     let mut buf = Vec::with_capacity(2 * json.len() + 128);
     buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     id.write_json(&mut buf);
@@ -175,7 +174,7 @@ pub(crate) fn structured_result_line(
         buf.extend_from_slice(b"\"resultType\":\"complete\",");
     }
     buf.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
-    push_json_as_string(&mut buf, &json);
+    push_json_as_string(&mut buf, json);
     buf.extend_from_slice(b"}],\"structuredContent\":");
     buf.extend_from_slice(json.as_bytes());
     if let Some(is_error) = result.is_error {
@@ -328,7 +327,8 @@ mod tests {
                         let mut result = CallToolResult::structured(value.clone());
                         result.is_error = is_error;
                         result.meta = meta;
-                        let fast = structured_result_line(id, era, value, &result);
+                        let json = serde_json::to_string(value).unwrap();
+                        let fast = structured_result_line(id, era, &json, &result);
                         result.content = vec![Content::text(serde_json::to_string(value).unwrap())];
                         let general = call_result_line(id, era, &result);
                         assert_eq!(

@@ -18,6 +18,8 @@ use toolwright_server::{RegisterError, Server, Tool};
 /// Settings the built-in tools need from the command line.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// Limits of `add` and `multiply`.
+    pub arith: arith::Settings,
     /// Settings of `take_screenshot`.
     pub screenshot: screenshot::Settings,
 }
@@ -25,8 +27,8 @@ pub struct Options {
 /// The built-in tools, in registration order.
 pub fn builtin(options: &Options) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(arith::Add),
-        Arc::new(arith::Multiply),
+        Arc::new(arith::Add::new(options.arith)),
+        Arc::new(arith::Multiply::new(options.arith)),
         Arc::new(search_files::SearchFiles::default()),
         Arc::new(screenshot::TakeScreenshot::new(options.screenshot.clone())),
     ]

@@ -172,6 +172,76 @@ fn add_and_multiply_return_structured_and_text() {
     assert_eq!(r["result"]["structuredContent"], json!({"result": 10}));
 }
 
+/// The arithmetic is decimal, on the numbers as written: checked on the reply's text, since
+/// parsing it into a `Value` would round the very digits under test.
+#[test]
+fn add_and_multiply_are_exact_on_the_numbers_as_written() {
+    let mut s = Server::legacy("2025-06-18", &["--arith-max-digits", "60"]);
+    let big = "123456789012345678901234567890123456789";
+    let cases = [
+        ("add", "0.1", "0.2", "0.3"),
+        ("add", "9007199254740993", "0", "9007199254740993"),
+        ("add", big, "1", "123456789012345678901234567890123456790"),
+        (
+            "add",
+            "0.1000000000000000000001",
+            "0",
+            "0.1000000000000000000001",
+        ),
+        ("multiply", "0.1", "3", "0.3"),
+        (
+            "multiply",
+            big,
+            "-1e-30",
+            "-123456789.012345678901234567890123456789",
+        ),
+        ("multiply", "1e200", "1e200", "1e400"),
+        ("multiply", "2.50", "4", "10"),
+    ];
+    for (i, (tool, a, b, want)) in cases.into_iter().enumerate() {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"a":{a},"b":{b}}}}}}}"#,
+            1000 + i
+        );
+        s.send_raw(format!("{line}\n").as_bytes());
+        let reply = s.recv_line();
+        let structured = format!(r#""structuredContent":{{"result":{want}}}"#);
+        let text = format!(r#""text":"{{\"result\":{want}}}""#);
+        assert!(reply.contains(&structured), "{tool}({a}, {b}): {reply}");
+        assert!(reply.contains(&text), "{tool}({a}, {b}): {reply}");
+    }
+    // Past the digit limit, and beyond what JSON parsers hold at all: clear refusals.
+    let line = r#"{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"multiply","arguments":{"a":1.2345678901234567e300,"b":1.2345678901234567e300}}}"#;
+    s.send_raw(format!("{line}\n").as_bytes());
+    let reply = s.recv_line();
+    assert!(
+        reply.contains(r#""structuredContent":{"result":1.52415787532388345526596755677489e600}"#),
+        "{reply}"
+    );
+    let long = "7".repeat(61);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{{"name":"add","arguments":{{"a":{long},"b":1}}}}}}"#
+    );
+    s.send_raw(format!("{line}\n").as_bytes());
+    let r: serde_json::Value = serde_json::from_str(&s.recv_line()).unwrap();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        text_of(&r["result"]).contains("61 significant digits"),
+        "{r}"
+    );
+    let line = r#"{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"add","arguments":{"a":1e400,"b":1}}}"#;
+    s.send_raw(format!("{line}\n").as_bytes());
+    let r: serde_json::Value = serde_json::from_str(&s.recv_line()).unwrap();
+    assert_eq!(r["id"], "r", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("number out of range"),
+        "{r}"
+    );
+}
+
 #[test]
 fn invalid_arguments_come_back_as_is_error_naming_each_violation() {
     let mut s = Server::legacy("2025-11-25", &[]);

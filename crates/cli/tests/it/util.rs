@@ -271,6 +271,17 @@ impl Server {
         }
     }
 
+    /// The next line from the server as written, unparsed (the backlog must be empty).
+    pub fn recv_line(&mut self) -> String {
+        assert!(
+            self.backlog.is_empty(),
+            "messages already parsed are waiting"
+        );
+        self.lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a line from the server within 20 s")
+    }
+
     pub fn recv(&mut self) -> Value {
         self.recv_timeout(Duration::from_secs(20))
             .expect("a message from the server within 20 s")

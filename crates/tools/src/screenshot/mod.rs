@@ -307,8 +307,8 @@ impl Inner {
         Ok(CallToolResult {
             content,
             structured_content: Some(structured),
-            is_error: None,
             meta: Some(meta),
+            ..Default::default()
         })
     }
 }
