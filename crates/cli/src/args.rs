@@ -64,6 +64,14 @@ pub struct ServerArgs {
     /// of tools/list).
     #[arg(long, value_name = "SET", value_delimiter = ',')]
     pub fixtures: Vec<toolwright_fixtures::Set>,
+    /// Most subscriptions/listen streams one session may hold open (on stdio, the whole
+    /// connection is one session).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_listens: usize,
+    /// Most significant digits add and multiply take in an operand or give in a result;
+    /// beyond it the call fails, before anything large is computed.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub arith_max_digits: u32,
     /// Settings of the take_screenshot tool.
     #[command(flatten)]
     pub screenshot: ScreenshotArgs,

@@ -56,6 +56,7 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
         ..Config::default()
     };
     config.limits.max_bytes = a.max_message_bytes;
+    config.max_listens_per_session = a.max_listens;
     config.limits.max_depth = a.max_depth;
     if a.input_errors_as_protocol_errors {
         config.input_errors = InputErrorMode::ProtocolError;
@@ -63,6 +64,9 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
     info.title = Some("toolwright".into());
     let options = toolwright_tools::Options {
+        arith: toolwright_tools::arith::Settings {
+            max_digits: a.arith_max_digits as usize,
+        },
         screenshot: a.screenshot.settings()?,
     };
     // Generated tools (for the tools/list benchmark) come after the built-in ones and, like

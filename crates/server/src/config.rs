@@ -44,6 +44,9 @@ pub struct Config {
     pub state_secret: Option<String>,
     /// How long a `requestState` stays valid.
     pub request_state_ttl: Duration,
+    /// Most `subscriptions/listen` streams one session may hold open at once; more are
+    /// refused with an error (on stdio the whole connection is one session).
+    pub max_listens_per_session: usize,
 }
 
 impl Default for Config {
@@ -61,6 +64,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(5),
             state_secret: None,
             request_state_ttl: Duration::from_secs(600),
+            max_listens_per_session: 16,
         }
     }
 }

@@ -12,6 +12,15 @@ use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, RequestId};
 use toolwright_protocol::RequestMeta;
 
+/// One open stream in its session's count, given back however the stream ends.
+struct ListenSlot(Arc<Session>);
+
+impl Drop for ListenSlot {
+    fn drop(&mut self) {
+        self.0.close_listen();
+    }
+}
+
 impl Server {
     pub(crate) fn listen(
         &self,
@@ -52,6 +61,18 @@ impl Server {
         if !has_resources {
             f.resource_subscriptions.clear();
         }
+        let max = self.inner.config.max_listens_per_session;
+        if !session.open_listen(max) {
+            return Err(ErrorObject::new(
+                jsonrpc::code::INVALID_REQUEST,
+                format!(
+                    "this session already has {max} subscriptions/listen streams open, the most \
+                     it may; cancel one before opening another"
+                ),
+            )
+            .with_data(json!({"maxListens": max})));
+        }
+        let slot = ListenSlot(session.clone());
         let cancel = CancellationToken::new();
         session.track(id.clone(), cancel.clone());
         let sub_meta = json!({ toolwright_protocol::meta::SUBSCRIPTION_ID: id });
@@ -121,6 +142,7 @@ impl Server {
                 sink.send(line);
             };
             session.untrack(&id);
+            drop(slot);
             reply
         })))
     }

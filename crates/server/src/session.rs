@@ -64,6 +64,8 @@ pub struct Session {
     closed: CancellationToken,
     roots_cache: Mutex<Option<Arc<Vec<String>>>>,
     subscriptions: Mutex<std::collections::HashSet<String>>,
+    /// `subscriptions/listen` streams open now.
+    listens: std::sync::atomic::AtomicUsize,
 }
 
 impl Session {
@@ -81,7 +83,24 @@ impl Session {
             closed: CancellationToken::new(),
             roots_cache: Mutex::new(None),
             subscriptions: Mutex::new(Default::default()),
+            listens: Default::default(),
         })
+    }
+
+    /// Counts one more open `subscriptions/listen` stream, unless `max` are open already.
+    pub(crate) fn open_listen(&self, max: usize) -> bool {
+        use std::sync::atomic::Ordering::AcqRel;
+        self.listens
+            .fetch_update(AcqRel, std::sync::atomic::Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// A `subscriptions/listen` stream ended.
+    pub(crate) fn close_listen(&self) {
+        self.listens
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// A session that is already at legacy `version`, with no handshake: for a stateless

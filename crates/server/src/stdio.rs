@@ -72,15 +72,75 @@ pub fn serve_stdio_lazy(
 /// one write, instead of 64 KiB at a time with a context switch to the client after each.
 const STDOUT_PIPE_BYTES: usize = 1 << 20;
 
-fn stdio_files() -> io::Result<(std::fs::File, std::fs::File)> {
+fn stdio_files() -> io::Result<(Input, std::fs::File)> {
     let stdout = io::stdout();
     let out = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdout).try_clone_to_owned()?);
     // Only pipes have a capacity; a file, a terminal or a refused size changes nothing.
     #[cfg(target_os = "linux")]
     let _ = rustix::pipe::fcntl_setpipe_size(&out, STDOUT_PIPE_BYTES);
     let stdin = io::stdin();
-    let input = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned()?);
-    Ok((input, out))
+    let file = std::fs::File::from(std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned()?);
+    Ok((Input::new(file)?, out))
+}
+
+/// stdin, read until it closes or until SIGTERM or SIGINT arrives. A signal reads as the
+/// end of input, so the server then drains exactly as when the client hangs up: streams
+/// end, calls in flight have the grace period to answer, and the process exits 0. A second
+/// signal ends the process at once, with status 1.
+///
+/// The handlers only write a byte to a socket pair (signal-hook's self-pipe); each read
+/// first waits, with `poll`, for stdin or that socket.
+struct Input {
+    file: std::fs::File,
+    #[cfg(target_os = "linux")]
+    wake: std::os::unix::net::UnixStream,
+}
+
+impl Input {
+    #[cfg(target_os = "linux")]
+    fn new(file: std::fs::File) -> io::Result<Input> {
+        let (wake, notify) = std::os::unix::net::UnixStream::pair()?;
+        notify.set_nonblocking(true)?;
+        let again = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            // The order matters: the exit checks the flag a first signal has set.
+            signal_hook::flag::register_conditional_shutdown(signal, 1, again.clone())?;
+            signal_hook::flag::register(signal, again.clone())?;
+            signal_hook::low_level::pipe::register(signal, notify.try_clone()?)?;
+        }
+        Ok(Input { file, wake })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new(file: std::fs::File) -> io::Result<Input> {
+        Ok(Input { file })
+    }
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(target_os = "linux")]
+        loop {
+            use rustix::event::{PollFd, PollFlags, poll};
+            let mut fds = [
+                PollFd::new(&self.file, PollFlags::IN),
+                PollFd::new(&self.wake, PollFlags::IN),
+            ];
+            match poll(&mut fds, None) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            if !fds[1].revents().is_empty() {
+                tracing::info!("signal received: answering the calls in flight, then exiting");
+                return Ok(0);
+            }
+            if !fds[0].revents().is_empty() {
+                break;
+            }
+        }
+        self.file.read(buf)
+    }
 }
 
 /// Serves `server` on any byte stream pair (the stdio transport without the process).

@@ -251,3 +251,42 @@ fn listen_streams_tool_list_changes() {
         listen_id
     );
 }
+
+/// One connection cannot pile up listen streams: past the cap the next one is refused with
+/// an error naming it, and cancelling one makes room again.
+#[test]
+fn listen_streams_are_capped_per_session() {
+    let mut s = Server::start(&["--fixtures", "testing", "--max-listens", "3"]);
+    let listen = |s: &mut Server| {
+        let id = s.next_id();
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+            "params": {"_meta": modern_meta(), "notifications": {"toolsListChanged": true}}}),
+        );
+        (id, s.recv())
+    };
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        let (id, ack) = listen(&mut s);
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        open.push(id);
+    }
+    let (id, refused) = listen(&mut s);
+    assert_eq!(refused["id"], id, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(refused["error"]["data"]["maxListens"], 3, "{refused}");
+    s.notify(
+        "notifications/cancelled",
+        json!({"requestId": open[0], "_meta": modern_meta()}),
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let (_, ack) = listen(&mut s);
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    s.assert_alive();
+}

@@ -243,3 +243,25 @@ fn many_pipelined_requests_all_get_answers() {
         assert_eq!(r["result"]["structuredContent"]["result"], json!(i + 1));
     }
 }
+
+/// SIGTERM (and SIGINT) drain like a closed stdin: the call in flight is answered, then the
+/// process exits 0, though the client never hung up.
+#[test]
+fn sigterm_answers_calls_in_flight_then_exits_zero() {
+    for signal in ["-TERM", "-INT"] {
+        let mut s = Server::legacy("2025-11-25", &["--fixtures", "testing"]);
+        let id = s.next_id();
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"ms": 700}}}));
+        std::thread::sleep(Duration::from_millis(150));
+        let st = std::process::Command::new("kill")
+            .args([signal, &s.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let reply = s.response_to(&json!(id));
+        assert!(reply.get("result").is_some(), "{signal}: {reply}");
+        let status = s.wait_exit(Duration::from_secs(10)).expect("exits");
+        assert_eq!(status.code(), Some(0), "{signal}: {status:?}");
+    }
+}
