@@ -561,9 +561,13 @@ impl Loop {
             }
         }
         if params["waitingForDebugger"].as_bool() == Some(true) {
-            let _ = cdp
+            let r = cdp
                 .call(Some(child), "Runtime.runIfWaitingForDebugger", json!({}))
                 .await;
+            tracing::debug!(
+                "resumed an attached {}: {r:?}",
+                params["targetInfo"]["type"]
+            );
         }
     }
 
