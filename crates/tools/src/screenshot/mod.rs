@@ -13,7 +13,8 @@
 //! Layout:
 //! - `policy`: which URLs and addresses may be loaded (schemes, the caller's URL, DNS).
 //! - `addr`: the class of an address (the IANA special-purpose registries).
-//! - `proxy`: the policy point every connection of the browser goes through.
+//! - `proxy`: the policy point every connection of the browser goes through (its tests in
+//!   `proxy_tests.rs`).
 //! - `browser`: finding Chromium, starting it lazily, reusing and restarting it, and
 //!   removing everything it wrote.
 //! - `cdp`: the DevTools protocol client (one WebSocket, flat sessions).
