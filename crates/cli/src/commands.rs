@@ -136,13 +136,18 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
             http.run().await
         })?;
         rt.shutdown_timeout(Duration::from_millis(100));
+        toolwright_tools::screenshot::close_browsers();
         return Ok(ExitCode::SUCCESS);
     }
     // Over stdio the reader thread answers every call that does not wait, so one worker
     // is enough for those that do (blocking work goes to the blocking pool). It starts
     // after the handshake's answers, unless a call needs it sooner.
-    toolwright_server::serve_stdio_lazy(&server, || runtime_with(1).map_err(std::io::Error::other))
-        .context("serving stdio")?;
+    let served = toolwright_server::serve_stdio_lazy(&server, || {
+        runtime_with(1).map_err(std::io::Error::other)
+    });
+    // The browser (if a screenshot started one) goes now, whatever still holds the tool.
+    toolwright_tools::screenshot::close_browsers();
+    served.context("serving stdio")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -263,7 +268,9 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         .block_on(toolwright_server::dispatch::call_in_process(
             &server, &request,
         ))
-        .map_err(|e| anyhow::anyhow!(e.message))?;
+        .map_err(|e| anyhow::anyhow!(e.message));
+    toolwright_tools::screenshot::close_browsers();
+    let reply = reply?;
     let v: Value = serde_json::from_slice(&reply).context("reading the reply")?;
     let mut out = std::io::stdout().lock();
     if let Some(err) = v.get("error") {

@@ -5,8 +5,10 @@
 //! Tests that need the browser skip (saying so) when Chromium is not installed, unless `CI`
 //! is set, where they fail instead. They run one at a time (each starts a browser). Refused
 //! URLs are checked with `--chromium /nonexistent`, which proves the refusal comes before
-//! any browser starts; no test sends traffic to a non-loopback address.
+//! any browser starts; no test sends traffic to a non-loopback address (the browser's own
+//! connections go to the server's refusing proxy, never out).
 
+use crate::http_client::{HttpServer, LEGACY, LegacySession, request};
 use crate::util::Server;
 use base64::Engine;
 use serde_json::{Value, json};
@@ -146,7 +148,17 @@ fn answer(mut stream: TcpStream, hits: &Mutex<Vec<String>>, port: u16) {
         "/redirect-local" => redirect("/bands"),
         "/redirect-private" => redirect("http://10.0.0.1/secret"),
         "/private-image" => html(bands_with(&format!(
-            "<img src=\"http://10.0.0.1/x.png\"><img src=\"http://0.0.0.0:{port}/leak-image\">"
+            "<img src=\"http://10.0.0.1/x.png\"><img src=\"http://0.0.0.0:{port}/leak-image\">\
+             <img src=\"http://[::ffff:0:a00:1]/translated.png\">"
+        ))),
+        // Sockets to private addresses, and an image that keeps the page loading meanwhile.
+        "/ws-private" => html(bands_with(
+            "<script>new WebSocket('ws://10.0.0.7:8080/exfil?data=secret');\
+             new WebSocket('wss://10.0.0.8/')</script><img src=\"/slow\">",
+        )),
+        p if p.starts_with("/ws-to/") => html(bands_with(&format!(
+            "<script>new WebSocket('ws://0.0.0.0:{}/exfil?data=secret')</script><img src=\"/slow\">",
+            &p["/ws-to/".len()..]
         ))),
         // localhost is another site than 127.0.0.1: the frame runs in its own process.
         "/framed" => html(bands_with(&format!(
@@ -444,7 +456,26 @@ fn refused_urls_are_errors_before_any_connection() {
         ("http://[fe80::1]/", "fe80::/10"),
         ("http://[fd00::1]/", "fc00::/7"),
         ("http://[::ffff:10.0.0.1]/", "10.0.0.0/8"),
-        ("http://0.0.0.0/", "0.0.0.0/8"),
+        ("http://0.0.0.0/", "0.0.0.0/32"),
+        ("http://0.1.2.3/", "0.0.0.0/8"),
+        // IPv4-translated, NAT64, 6to4 and Teredo forms are judged by the IPv4 they reach.
+        (
+            "http://[::ffff:0:a00:1]/",
+            "::ffff:0:a00:1 is in 10.0.0.0/8 (private)",
+        ),
+        ("http://[64:ff9b::a9fe:a9fe]/", "169.254.0.0/16"),
+        ("http://[2002:c0a8:101::]/", "192.168.0.0/16"),
+        ("http://[2001:0:808:808::f5ff:fffe]/", "10.0.0.0/8"),
+        // Special-purpose blocks of the IANA registries.
+        ("http://192.0.0.9/", "192.0.0.9/32"),
+        ("http://192.31.196.1/", "192.31.196.0/24"),
+        ("http://192.52.193.1/", "192.52.193.0/24"),
+        ("http://192.175.48.1/", "192.175.48.0/24"),
+        ("http://255.255.255.255/", "255.255.255.255/32"),
+        ("http://[100:0:0:1::1]/", "100:0:0:1::/64"),
+        ("http://[2620:4f:8000::1]/", "2620:4f:8000::/48"),
+        ("http://[3fff::1]/", "3fff::/20"),
+        ("http://[5f00::1]/", "5f00::/16"),
         ("http:///nohost", "refused"),
         ("not a url", "not a valid URL"),
     ];
@@ -469,6 +500,7 @@ fn loopback_is_refused_with_no_loopback() {
         pages.url("/bands"),
         format!("http://localhost:{port}/bands"),
         format!("http://[::1]:{port}/"),
+        format!("http://[::ffff:0:127.0.0.1]:{port}/"),
     ] {
         let text = error_text(&s.shoot(json!({"url": url})));
         assert!(
@@ -632,7 +664,11 @@ fn subresources_on_refused_addresses_are_blocked() {
     let cases = [
         (
             "/private-image",
-            vec!["http://10.0.0.1/x.png", "/leak-image"],
+            vec![
+                "http://10.0.0.1/x.png",
+                "/leak-image",
+                "http://[::ffff:0:a00:1]/translated.png",
+            ],
         ),
         ("/framed", vec!["/leak-frame"]),
         ("/worker", vec!["/leak-worker"]),
@@ -653,17 +689,16 @@ fn subresources_on_refused_addresses_are_blocked() {
             );
         }
     }
-    // A WebSocket cannot be held back (Fetch does not see it): a refused one voids the capture.
-    let text = error_text(&s.shoot(json!({"url": pages.url("/websocket")})));
-    assert!(
-        text.contains("WebSocket") && text.contains("ws://0.0.0.0:"),
-        "{text}"
-    );
+    // A WebSocket is refused by the proxy before it connects; the page is still captured.
+    let r = s.shoot(json!({"url": pages.url("/websocket"), "viewportWidth": 1000}));
+    decode(&r);
+    let listed = diag(&r)["blocked"].to_string();
+    assert!(listed.contains("ws://0.0.0.0:"), "{listed}");
     std::thread::sleep(Duration::from_millis(300));
     let leaks: Vec<String> = pages
         .hits()
         .into_iter()
-        .filter(|p| p.starts_with("/leak") && p != "/leak-websocket")
+        .filter(|p| p.starts_with("/leak"))
         .collect();
     assert!(
         leaks.is_empty(),
@@ -806,4 +841,225 @@ fn modern_clients_get_the_same_result() {
     assert_eq!((img.width, img.height), (1280, 800));
     s.close_stdin();
     s.wait_exit(Duration::from_secs(15));
+}
+
+// ---------------------------------------------------------------------------------------
+// The network policy at the socket, and what the browser leaves behind
+
+/// A TCP listener on 127.0.0.1 that counts the connections it accepts.
+fn recording_listener() -> (u16, Arc<Mutex<usize>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(0));
+    let count = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(_stream) = stream else { break };
+            *count.lock().unwrap() += 1;
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn websockets_to_private_addresses_are_refused_and_listed() {
+    let Some(_one) = browser_test("websockets_to_private_addresses_are_refused_and_listed") else {
+        return;
+    };
+    let pages = Pages::start();
+    let mut s = Shooter::start(&[]);
+    let r = s.shoot(json!({"url": pages.url("/ws-private"), "viewportWidth": 1000}));
+    let img = decode(&r);
+    assert_eq!((img.width, img.height), (1000, 3000));
+    let d = diag(&r);
+    let listed: Vec<&str> = d["blocked"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no blocked list: {d}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for want in [
+        "ws://10.0.0.7:8080/exfil?data=secret is refused: 10.0.0.7 is in 10.0.0.0/8 (private)",
+        "wss://10.0.0.8/ is refused: 10.0.0.8 is in 10.0.0.0/8 (private)",
+    ] {
+        assert!(
+            listed.iter().any(|b| b.starts_with(want)),
+            "{want} is not listed: {listed:?}"
+        );
+    }
+    assert!(d["blockedRequests"].as_u64() >= Some(2), "{d}");
+}
+
+#[test]
+fn a_refused_websocket_never_reaches_its_target() {
+    let Some(_one) = browser_test("a_refused_websocket_never_reaches_its_target") else {
+        return;
+    };
+    // ws://0.0.0.0:PORT reaches this machine's 127.0.0.1:PORT, and the policy refuses
+    // 0.0.0.0: the listener standing in for the target must see no connection at all
+    // (before the proxy, it saw the handshake every time).
+    let (port, seen) = recording_listener();
+    let pages = Pages::start();
+    let mut s = Shooter::start(&[]);
+    for _ in 0..2 {
+        let r = s.shoot(json!({"url": pages.url(&format!("/ws-to/{port}"))}));
+        decode(&r);
+        let listed = diag(&r)["blocked"].to_string();
+        assert!(
+            listed.contains(&format!("ws://0.0.0.0:{port}/exfil?data=secret is refused")),
+            "{listed}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        0,
+        "the refused target was connected to"
+    );
+}
+
+/// The names in `dir`.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A pid no process has.
+fn unused_pid() -> u32 {
+    (4_000_000..)
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .unwrap()
+}
+
+#[test]
+fn browser_directories_are_removed_when_stdin_closes_and_after_a_crash() {
+    let Some(_one) =
+        browser_test("browser_directories_are_removed_when_stdin_closes_and_after_a_crash")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // Left by a server that was killed: swept at the first launch. One of a live server
+    // (this test's process) stays.
+    let stale = tmp
+        .path()
+        .join(format!("toolwright-chromium-{}-abc", unused_pid()));
+    std::fs::create_dir_all(stale.join("profile")).unwrap();
+    let live = tmp
+        .path()
+        .join(format!("toolwright-chromium-{}-abc", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    let pages = Pages::start();
+    let mut server = Server::start_with_env(&[], None, &[("TMPDIR", tmp.path())]);
+    let r = server.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    server.notify("notifications/initialized", json!({}));
+    let mut s = Shooter(server);
+    let args = json!({"url": pages.url("/bands"), "fullPage": false});
+    let first = s.shoot(args.clone());
+    decode(&first);
+    assert!(!stale.exists(), "the stale directory was not swept");
+    assert!(live.exists(), "a live server's directory was swept");
+    std::fs::remove_dir(&live).unwrap();
+    decode(&s.shoot(json!({"url": pages.url("/ws-private"), "fullPage": false})));
+    // A crashed browser: its directory goes when the next one starts.
+    let old = pid(&first);
+    std::process::Command::new("kill")
+        .args(["-KILL", &old.to_string()])
+        .status()
+        .unwrap();
+    wait_until_gone(old);
+    let after = s.shoot(args.clone());
+    decode(&after);
+    let left = names(tmp.path());
+    assert_eq!(left.len(), 1, "one directory for the one browser: {left:?}");
+    assert!(left[0].starts_with("toolwright-chromium-"), "{left:?}");
+    decode(&s.shoot(args));
+    let browser = pid(&after);
+    assert!(s.stop().is_some_and(|st| st.success()));
+    wait_until_gone(browser);
+    assert_eq!(names(tmp.path()), Vec::<String>::new(), "left in TMPDIR");
+}
+
+/// Calls take_screenshot over HTTP.
+fn shoot_http(s: &HttpServer, session: &LegacySession, id: i64, args: Value) -> Value {
+    let r = session.post(
+        s,
+        &request(
+            id,
+            "tools/call",
+            json!({"name": "take_screenshot", "arguments": args}),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["result"].clone()
+}
+
+#[test]
+fn browser_directories_are_removed_on_sigterm() {
+    let Some(_one) = browser_test("browser_directories_are_removed_on_sigterm") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_str = tmp.path().to_str().unwrap();
+    let pages = Pages::start();
+    let mut s = HttpServer::start_with_env(&[], &[("TMPDIR", tmp_str)]);
+    let session = LegacySession::open(&s, LEGACY);
+    let args = json!({"url": pages.url("/bands"), "fullPage": false});
+    let first = shoot_http(&s, &session, 2, args.clone());
+    decode(&first);
+    decode(&shoot_http(&s, &session, 3, args));
+    assert!(!names(tmp.path()).is_empty());
+    s.terminate();
+    assert!(
+        s.wait_exit(Duration::from_secs(15)).is_some(),
+        "the server did not exit"
+    );
+    wait_until_gone(pid(&first));
+    assert_eq!(names(tmp.path()), Vec::<String>::new(), "left in TMPDIR");
+}
+
+#[test]
+fn the_browsers_own_connections_go_to_the_refusing_proxy() {
+    let Some(_one) = browser_test("the_browsers_own_connections_go_to_the_refusing_proxy") else {
+        return;
+    };
+    // Chromium's background services (accounts, update, time…) use the browser-wide
+    // network context, whose proxy refuses everything: the count shows in `_meta` and
+    // each refusal is logged at debug level.
+    let pages = Pages::start();
+    let s = HttpServer::start_with_env(&[], &[("TOOLWRIGHT_LOG", "toolwright::proxy=debug")]);
+    let session = LegacySession::open(&s, LEGACY);
+    let args = json!({"url": pages.url("/bands"), "fullPage": false});
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut id = 2;
+    let refused = loop {
+        let r = shoot_http(&s, &session, id, args.clone());
+        decode(&r);
+        let n = diag(&r)["browserOwnConnectionsRefused"].as_u64();
+        assert!(n.is_some(), "no browserOwnConnectionsRefused: {}", diag(&r));
+        if n > Some(0) || Instant::now() > deadline {
+            break n.unwrap();
+        }
+        id += 1;
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(
+        refused > 0,
+        "no connection of the browser's own was seen in 30 s"
+    );
+    let stderr = s.stderr.lock().unwrap().clone();
+    let lines: Vec<&String> = stderr
+        .iter()
+        .filter(|l| l.contains("the browser's own connections"))
+        .collect();
+    assert!(!lines.is_empty(), "not logged: {stderr:?}");
+    eprintln!("the browser's own connections, refused: {lines:#?}");
 }

@@ -173,6 +173,11 @@ impl Server {
     }
 
     pub fn start_in(args: &[&str], cwd: Option<&Path>) -> Server {
+        Self::start_with_env(args, cwd, &[])
+    }
+
+    /// A server with these environment variables set.
+    pub fn start_with_env(args: &[&str], cwd: Option<&Path>, env: &[(&str, &Path)]) -> Server {
         let mut cmd = Command::new(bin());
         cmd.arg("serve")
             .args(args)
@@ -181,6 +186,9 @@ impl Server {
             .stderr(Stdio::inherit());
         if let Some(d) = cwd {
             cmd.current_dir(d);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("spawn toolwright");
         let stdout = child.stdout.take().unwrap();

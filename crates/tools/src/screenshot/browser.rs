@@ -1,13 +1,27 @@
 //! Finding, starting and keeping one headless Chromium.
 //!
-//! The browser starts on the first call, with a fresh profile in a temporary directory and
-//! DevTools on an ephemeral loopback port (read from the `DevTools listening on ws://…`
-//! line it prints, or from the `DevToolsActivePort` file it writes). Later calls reuse it;
-//! a browser whose process exited or whose connection closed is replaced on the next call.
-//! Dropping a [`Browser`] kills the process and removes its profile.
+//! The browser starts on the first call, with DevTools on an ephemeral loopback port (read
+//! from the `DevTools listening on ws://…` line it prints, or from the `DevToolsActivePort`
+//! file it writes). Later calls reuse it; a browser whose process exited or whose
+//! connection closed is replaced on the next call.
+//!
+//! Everything it writes stays in one directory of ours, `toolwright-chromium-<server
+//! pid>-…` in the server's temporary directory: the profile, and its `TMPDIR`,
+//! `XDG_CACHE_HOME` and `XDG_CONFIG_HOME` (where Chromium puts its
+//! `org.chromium.Chromium.*` scratch directories, dconf's cache and its config). Dropping
+//! a [`Browser`] asks it to quit (SIGTERM, then SIGKILL after a short wait) and removes the
+//! directory; at start-up, directories left by a server that is gone (killed, say) are
+//! removed too, and a browser still running from one is killed.
+//!
+//! The browser's network goes through proxies (`proxy`): `--proxy-server` names one that
+//! refuses everything, for the browser-wide network context that Chromium's own services
+//! use; each capture's browser context gets a proxy of its own. `--host-resolver-rules`
+//! makes every name but the proxies' address fail to resolve, so nothing can connect
+//! around them, and WebRTC may use no UDP that does not go through the proxy.
 
 use super::cdp::Cdp;
 use super::error::ScreenshotError;
+use super::proxy::{Proxy, Rules, SystemResolver};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -47,7 +61,11 @@ const FLAGS: &[&str] = &[
     "--disable-default-apps",
     "--disable-dev-shm-usage",
     "--disable-quic",
-    "--no-proxy-server",
+    // With the proxies, the browser resolves no name itself; these rules make sure of it
+    // (IP literals too: only the proxies' address is left to connect to).
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    // WebRTC otherwise sends STUN over UDP straight from the renderer's network service.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--password-store=basic",
     "--mute-audio",
     "--hide-scrollbars",
@@ -92,6 +110,12 @@ fn running_as_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
+/// Prefix of the per-launch directories (followed by the server's pid and a dash).
+const DIR_PREFIX: &str = "toolwright-chromium-";
+
+/// How long a browser asked to quit may take before it is killed.
+const QUIT_GRACE: Duration = Duration::from_millis(1500);
+
 /// A running browser and its DevTools connection.
 pub(crate) struct Browser {
     /// The process id.
@@ -100,8 +124,26 @@ pub(crate) struct Browser {
     pub instance: u64,
     /// The DevTools connection.
     pub cdp: Cdp,
+    /// The DevTools port (refused to pages, whatever the policy).
+    pub devtools_port: u16,
+    /// The proxy that refuses the browser's own connections.
+    refuser: Proxy,
     child: Mutex<Child>,
-    profile: Option<tempfile::TempDir>,
+    dir: Mutex<Option<tempfile::TempDir>>,
+}
+
+/// Every browser this process started and has not closed yet, so that
+/// [`close_all`] can close them at exit whatever still holds them.
+static LIVE: Mutex<Vec<std::sync::Weak<Browser>>> = Mutex::new(Vec::new());
+
+/// Closes every browser this process started (asking each to quit, killing it after a
+/// short wait) and removes its directory. For the end of the process: a browser in use
+/// fails its capture.
+pub(crate) fn close_all() {
+    let live: Vec<_> = std::mem::take(&mut *LIVE.lock());
+    for b in live.iter().filter_map(std::sync::Weak::upgrade) {
+        b.close();
+    }
 }
 
 impl Browser {
@@ -118,13 +160,27 @@ impl Browser {
             reason,
             stderr,
         };
-        let profile = tempfile::Builder::new()
-            .prefix("toolwright-chromium-")
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| launch_err(format!("cannot create a profile directory: {e}"), vec![]))?;
+        let sub = |name: &str| -> Result<PathBuf, ScreenshotError> {
+            let p = dir.path().join(name);
+            std::fs::create_dir(&p)
+                .map_err(|e| launch_err(format!("cannot create {}: {e}", p.display()), vec![]))?;
+            Ok(p)
+        };
+        let profile = sub("profile")?;
+        let refuser = Proxy::start(Rules::RefuseAll, vec![], Arc::new(SystemResolver))
+            .await
+            .map_err(|e| launch_err(format!("cannot start its proxy: {e}"), vec![]))?;
         let mut cmd = Command::new(exe);
         cmd.args(FLAGS)
-            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--proxy-server={}", refuser.url()))
+            .env("TMPDIR", sub("tmp")?)
+            .env("XDG_CACHE_HOME", sub("cache")?)
+            .env("XDG_CONFIG_HOME", sub("config")?)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -135,6 +191,8 @@ impl Browser {
         cmd.arg("about:blank");
         let mut child = cmd.spawn().map_err(|e| launch_err(e.to_string(), vec![]))?;
         let pid = child.id().unwrap_or_default();
+        // For the sweep of a later server, should this one die without cleaning up.
+        let _ = std::fs::write(dir.path().join("browser.pid"), pid.to_string());
 
         // Read stderr for the DevTools line; keep the last lines for error messages; keep
         // draining afterwards so the browser never blocks on a full pipe.
@@ -163,7 +221,7 @@ impl Browser {
         }
         let stderr_tail = || -> Vec<String> { kept.lock().iter().cloned().collect() };
 
-        let port_file = profile.path().join("DevToolsActivePort");
+        let port_file = profile.join("DevToolsActivePort");
         let deadline = Instant::now() + LAUNCH_TIMEOUT;
         let ws_url = loop {
             if let Ok(url) = url_rx.try_recv() {
@@ -188,14 +246,20 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         };
+        let devtools_port = url::Url::parse(&ws_url)
+            .ok()
+            .and_then(|u| u.port())
+            .unwrap_or_default();
         let cdp = Cdp::connect(&ws_url).await?;
         tracing::debug!(pid, instance, %ws_url, "Chromium started");
         Ok(Browser {
             pid,
             instance,
             cdp,
+            devtools_port,
+            refuser,
             child: Mutex::new(child),
-            profile: Some(profile),
+            dir: Mutex::new(Some(dir)),
         })
     }
 }
@@ -211,25 +275,135 @@ fn read_port_file(path: &Path) -> Option<String> {
         .then(|| format!("ws://127.0.0.1:{port}{target}"))
 }
 
+impl Browser {
+    /// Ports on this machine that pages never reach: DevTools and the refusing proxy.
+    pub fn guarded_ports(&self) -> Vec<u16> {
+        vec![self.devtools_port, self.refuser.addr().port()]
+    }
+
+    /// How many of the browser's own connections were refused so far.
+    pub fn own_connections_refused(&self) -> usize {
+        self.refuser.attempts().1
+    }
+}
+
+/// Waits up to `limit` for `child` to exit; true when it did.
+fn wait_exit(child: &mut Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
-        let child = self.child.get_mut();
-        let _ = child.start_kill();
-        // Give the process a moment to go before removing its profile under it.
-        for _ in 0..50 {
-            if !matches!(child.try_wait(), Ok(None)) {
-                break;
+        self.close();
+    }
+}
+
+impl Browser {
+    /// Stops the process and removes its directory; does nothing the second time.
+    fn close(&self) {
+        // This may run with no runtime left (at exit), so no DevTools `Browser.close`:
+        // SIGTERM makes Chromium shut down the same way, closing its children.
+        let mut child = self.child.lock();
+        let child = &mut *child;
+        if matches!(child.try_wait(), Ok(None)) {
+            let pid = child
+                .id()
+                .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if let Some(dir) = self.profile.take() {
-            let path = dir.path().to_path_buf();
-            if dir.close().is_err() {
-                // Late writes by the dying browser; one more try.
-                std::thread::sleep(Duration::from_millis(50));
-                let _ = std::fs::remove_dir_all(path);
+            if !wait_exit(child, QUIT_GRACE) {
+                tracing::debug!(
+                    pid = self.pid,
+                    "the browser did not quit in time; killing it"
+                );
+                let _ = child.start_kill();
+                wait_exit(child, Duration::from_millis(500));
             }
         }
+        if let Some(dir) = self.dir.lock().take() {
+            let refused = self.refuser.attempts().1;
+            tracing::debug!(
+                pid = self.pid,
+                "closed; {refused} connections of the browser's own were refused"
+            );
+            remove_dir(dir.path());
+            // Anything left (late writes by the dying browser) goes with a second pass.
+            let _ = dir.close();
+        }
+    }
+}
+
+/// Removes a directory tree, retrying once for files written while it was removed.
+fn remove_dir(path: &Path) {
+    if std::fs::remove_dir_all(path).is_err() && path.exists() {
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
+/// Whether a process with this pid exists.
+fn pid_alive(pid: u32) -> bool {
+    i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .is_some_and(|p| {
+            !matches!(
+                rustix::process::test_kill_process(p),
+                Err(rustix::io::Errno::SRCH)
+            )
+        })
+}
+
+/// Removes the per-launch directories in `tmp` left by servers that are gone, killing a
+/// browser still running from one (when its command line names the directory, so a
+/// reused pid is never killed).
+pub(crate) fn sweep(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)) else {
+            continue;
+        };
+        let Some(server) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if server == std::process::id() || pid_alive(server) {
+            continue;
+        }
+        let path = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let browser = std::fs::read_to_string(path.join("browser.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        if let Some(b) = browser {
+            let cmdline = std::fs::read(format!("/proc/{b}/cmdline")).unwrap_or_default();
+            let needle = path.to_string_lossy();
+            let ours = String::from_utf8_lossy(&cmdline).contains(needle.as_ref());
+            let pid = i32::try_from(b)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            if let (true, Some(pid)) = (ours, pid) {
+                tracing::debug!(pid = b, "killing a browser left by a server that is gone");
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        tracing::debug!("removing {}, left by server {server}", path.display());
+        remove_dir(&path);
     }
 }
 
@@ -239,6 +413,7 @@ pub(crate) struct Pool {
     sandbox: bool,
     current: tokio::sync::Mutex<Option<Arc<Browser>>>,
     launches: AtomicU64,
+    swept: std::sync::Once,
 }
 
 impl Pool {
@@ -249,6 +424,7 @@ impl Pool {
             sandbox,
             current: Default::default(),
             launches: AtomicU64::new(0),
+            swept: std::sync::Once::new(),
         }
     }
 
@@ -261,10 +437,16 @@ impl Pool {
             }
             tracing::warn!(pid = b.pid, "the browser is gone; starting a new one");
         }
+        // Drop the dead one now: its directory goes before a new one is made.
         *current = None;
         let exe = locate(self.configured.as_deref())?;
+        self.swept.call_once(|| sweep(&std::env::temp_dir()));
         let instance = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
         let browser = Arc::new(Browser::launch(&exe, self.sandbox, instance).await?);
+        let mut live = LIVE.lock();
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&browser));
+        drop(live);
         *current = Some(browser.clone());
         Ok(browser)
     }

@@ -1,25 +1,28 @@
-//! One capture: a fresh browser context and tab, requests checked as they leave, the page
-//! loaded within the deadline, the image taken, and the context disposed whatever happens.
+//! One capture: a fresh browser context whose connections all go through a policy proxy of
+//! its own, a tab, the page loaded within the deadline, the image taken, and the context
+//! disposed whatever happens.
 //!
-//! Every request of the tab (the document, its redirects, subresources, frames in other
-//! processes and workers, which are attached automatically) is paused by the `Fetch` domain
-//! and continued only if the policy admits its URL; refused ones fail with
-//! `BlockedByClient`. A refused main document ends the call with an error; refused
-//! subresources are listed in the result's `_meta`. Every response's remote address is
-//! checked again (`Network.responseReceived`), which catches a name that resolved to a
-//! refused address for the browser after resolving to an admitted one for the check.
-//! WebSockets never pass through `Fetch` (and `Network.setBlockedURLs` does not stop them
-//! either), so one cannot be held back: its URL is checked when it opens, and a refused one
-//! voids the capture (the handshake may have been sent, but nothing it returned is shown).
-//! Service workers are bypassed.
+//! The proxy (`proxy`) is where the policy is enforced: every connection of the context
+//! (documents, redirects, subresources, frames, workers, service workers, WebSockets,
+//! WebRTC over TURN) is resolved, checked and opened there, and a refused one never
+//! reaches its target. `proxyBypassList: "<-loopback>"` stops Chromium from going around
+//! it for loopback addresses, which it does otherwise.
+//!
+//! The `Fetch` domain still pauses every request of the tab (and of the targets attached
+//! under it) for what only it can see: the scheme (`file:` and the like are refused), the
+//! whole URL of a refused request (the proxy sees only `host:port` of `https`), and which
+//! request is the main document. A refused main document, or a redirect to a refused URL,
+//! ends the call with an error, whether `Fetch` or the proxy refused it; refused
+//! subresources and WebSockets are listed in the result's `_meta`, and the screenshot is
+//! taken. Service workers are bypassed for the page's own requests.
 
 use super::browser::Browser;
 use super::error::{ImageError, Refusal, ScreenshotError};
 use super::image::{self, Format};
 use super::policy::{Policy, RequestChecker};
+use super::proxy::{Outcome, Proxy, Resolve, Rules};
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -86,11 +89,12 @@ pub(crate) struct Shot {
 struct State {
     loaded: HashSet<String>,
     main_refusal: Option<Refusal>,
+    /// `host:port` of every main-document request (the first one and its redirects).
+    main_authorities: Vec<String>,
     blocked: Vec<String>,
     blocked_count: usize,
-    violation: Option<(String, IpAddr, &'static str, &'static str)>,
-    socket_refusal: Option<Refusal>,
-    sockets_pending: usize,
+    /// URLs of the WebSockets the page opened.
+    sockets: Vec<String>,
     final_url: Option<String>,
     status: Option<u64>,
     crashed: bool,
@@ -103,6 +107,7 @@ struct Tab {
     context: String,
     session: Option<String>,
     events: Option<tokio::task::JoinHandle<()>>,
+    _proxy: Arc<Proxy>,
 }
 
 impl Drop for Tab {
@@ -145,11 +150,17 @@ pub(crate) async fn capture(
     req: &Request,
     policy: Policy,
     limits: Limits,
+    resolver: Arc<dyn Resolve>,
 ) -> Result<Shot, ScreenshotError> {
     let cdp = &browser.cdp;
     let t0 = Instant::now();
+    let proxy = Proxy::start(Rules::Policy(policy), browser.guarded_ports(), resolver)
+        .await
+        .map(Arc::new)
+        .map_err(|e| ScreenshotError::Proxy(e.to_string()))?;
+    let params = json!({"proxyServer": proxy.url(), "proxyBypassList": "<-loopback>"});
     let created = cdp
-        .call(None, "Target.createBrowserContext", json!({}))
+        .call(None, "Target.createBrowserContext", params)
         .await?;
     let context = field(&created, "browserContextId", "Target.createBrowserContext")?;
     let mut tab = Tab {
@@ -157,6 +168,7 @@ pub(crate) async fn capture(
         context: context.clone(),
         session: None,
         events: None,
+        _proxy: proxy.clone(),
     };
 
     let params = json!({"url": "about:blank", "browserContextId": context});
@@ -212,7 +224,7 @@ pub(crate) async fn capture(
     )
     .await
     .map_err(|_| timeout())??;
-    page_ok(&state_rx.borrow(), req)?;
+    page_ok(&state_rx.borrow(), req, &proxy)?;
     if let Some(err) = nav
         .get("errorText")
         .and_then(Value::as_str)
@@ -240,7 +252,7 @@ pub(crate) async fn capture(
         Ok(Err(_)) => return Err(ScreenshotError::BrowserGone),
         Ok(Ok(_)) => {}
     }
-    page_ok(&state_rx.borrow(), req)?;
+    page_ok(&state_rx.borrow(), req, &proxy)?;
 
     let t2 = Instant::now();
     // Web fonts that are still loading would render as fallbacks; wait for them a little.
@@ -280,15 +292,15 @@ pub(crate) async fn capture(
     let bytes = base64_decode(&data)?;
     let (width, height) = image::dimensions(req.format, &bytes)?;
 
-    // WebSockets opened by the page are checked as they open; wait for the last verdicts.
-    let checked = state_rx.wait_for(|st| st.sockets_pending == 0);
-    match tokio::time::timeout(Duration::from_secs(5), checked).await {
-        Err(_) => return Err(timeout()),
-        Ok(Err(_)) => return Err(ScreenshotError::BrowserGone),
-        Ok(Ok(_)) => {}
+    // The proxy's verdict on each WebSocket the page opened, so that it can be listed.
+    let sockets = state_rx.borrow().sockets.clone();
+    let verdicts = Instant::now() + SOCKET_VERDICT_WAIT;
+    while Instant::now() < verdicts && !all_decided(&sockets, &proxy) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let st = state_rx.borrow();
-    page_ok(&st, req)?;
+    page_ok(&st, req, &proxy)?;
+    let (blocked, blocked_count) = blocked_list(&st, &proxy);
     Ok(Shot {
         bytes,
         width,
@@ -297,8 +309,8 @@ pub(crate) async fn capture(
         status: st.status,
         page_size,
         truncated,
-        blocked: st.blocked.clone(),
-        blocked_count: st.blocked_count,
+        blocked,
+        blocked_count,
         phases_ms: [
             ("tab", ms(t1 - t0)),
             ("load", ms(t2 - t1)),
@@ -318,26 +330,98 @@ fn base64_decode(data: &str) -> Result<Vec<u8>, ScreenshotError> {
         .map_err(|e| ScreenshotError::BadImage(ImageError::Base64(e)))
 }
 
-/// Fails when the event loop saw something that voids the capture.
-fn page_ok(st: &State, req: &Request) -> Result<(), ScreenshotError> {
-    if let Some(r) = &st.main_refusal {
-        let same = matches!(r, Refusal::Address { url, .. } if url == req.url.as_str());
+/// How long to wait, after the image, for the proxy to see the page's WebSockets.
+const SOCKET_VERDICT_WAIT: Duration = Duration::from_secs(1);
+
+/// `host:port` of a URL, as a proxy request names it.
+fn authority(url: &str) -> Option<String> {
+    let u = Url::parse(url).ok()?;
+    Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?))
+}
+
+/// True when the proxy has seen a connection for every one of `sockets`.
+fn all_decided(sockets: &[String], proxy: &Proxy) -> bool {
+    let (attempts, _, _) = proxy.attempts();
+    sockets.iter().filter_map(|s| authority(s)).all(|a| {
+        attempts
+            .iter()
+            .any(|t| t.authority.eq_ignore_ascii_case(&a))
+    })
+}
+
+/// The same refusal, about `url`.
+fn about(r: &Refusal, new_url: String) -> Refusal {
+    let mut r = r.clone();
+    match &mut r {
+        Refusal::Address { url, .. }
+        | Refusal::Unresolvable { url, .. }
+        | Refusal::Internal { url, .. } => *url = new_url,
+        _ => {}
+    }
+    r
+}
+
+/// What `Fetch` refused, then what the proxy refused (a WebSocket named by its URL), and
+/// how many in all.
+fn blocked_list(st: &State, proxy: &Proxy) -> (Vec<String>, usize) {
+    let (attempts, refused, _) = proxy.attempts();
+    let mut listed = st.blocked.clone();
+    for a in &attempts {
+        let Outcome::Refused(r) = &a.outcome else {
+            continue;
+        };
+        if listed.len() >= MAX_BLOCKED_LISTED {
+            break;
+        }
+        let socket = st
+            .sockets
+            .iter()
+            .find(|s| authority(s).is_some_and(|x| x.eq_ignore_ascii_case(&a.authority)));
+        listed.push(match socket {
+            Some(url) if a.target.starts_with("CONNECT ") => about(r, url.clone()).to_string(),
+            _ => r.to_string(),
+        });
+    }
+    (listed, st.blocked_count + refused)
+}
+
+/// Fails when the event loop or the proxy saw something that voids the capture: a refused
+/// main document (or redirect), or one the proxy could not connect to.
+fn page_ok(st: &State, req: &Request, proxy: &Proxy) -> Result<(), ScreenshotError> {
+    let is_main = |authority: &str| {
+        st.main_authorities
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(authority))
+    };
+    let (attempts, _, _) = proxy.attempts();
+    let mut main_refusal = st.main_refusal.clone();
+    for a in attempts.iter().filter(|a| is_main(&a.authority)) {
+        match &a.outcome {
+            Outcome::Refused(r) if main_refusal.is_none() => main_refusal = Some(r.clone()),
+            Outcome::Failed(reason) if main_refusal.is_none() => {
+                return Err(ScreenshotError::Navigation {
+                    url: req.url.to_string(),
+                    reason: reason.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    if let Some(r) = main_refusal {
+        let first = authority(req.url.as_str());
+        let same = match &r {
+            Refusal::Address { url, .. }
+            | Refusal::Unresolvable { url, .. }
+            | Refusal::Internal { url, .. } => {
+                url == req.url.as_str() || first.as_deref() == Some(url.as_str())
+            }
+            _ => false,
+        };
         return Err(if same {
-            ScreenshotError::Refused(r.clone())
+            ScreenshotError::Refused(r)
         } else {
-            ScreenshotError::RedirectRefused(r.clone())
+            ScreenshotError::RedirectRefused(r)
         });
-    }
-    if let Some((url, ip, range, hint)) = &st.violation {
-        return Err(ScreenshotError::ServedFromRefused {
-            url: url.clone(),
-            ip: *ip,
-            range,
-            hint,
-        });
-    }
-    if let Some(r) = &st.socket_refusal {
-        return Err(ScreenshotError::SocketRefused(r.clone()));
     }
     if st.crashed {
         return Err(ScreenshotError::PageCrashed {
@@ -397,8 +481,14 @@ impl Loop {
                 }
                 "Network.responseReceived" => this.response(main, p, &state),
                 "Network.webSocketCreated" => {
-                    state.send_modify(|s| s.sockets_pending += 1);
-                    tokio::spawn(this.clone().socket(ev.params, state.clone()));
+                    if let Some(url) = p["url"].as_str() {
+                        let url = url.to_owned();
+                        state.send_modify(|s| {
+                            if s.sockets.len() < MAX_BLOCKED_LISTED {
+                                s.sockets.push(url);
+                            }
+                        });
+                    }
                 }
                 "Inspector.targetCrashed" if main => state.send_modify(|s| s.crashed = true),
                 _ => {}
@@ -418,13 +508,16 @@ impl Loop {
         };
         let url = params["request"]["url"].as_str().unwrap_or_default();
         let cdp = &self.browser.cdp;
-        let verdict = self.checker.check(url).await;
+        let is_main = session == self.main_session
+            && params["resourceType"] == "Document"
+            && params["frameId"] == *self.main_frame;
+        if is_main && let Some(a) = authority(url) {
+            state.send_modify(|s| s.main_authorities.push(a));
+        }
+        let verdict = self.checker.check(url);
         let (method, args) = match verdict {
             Ok(()) => ("Fetch.continueRequest", json!({"requestId": id})),
             Err(refusal) => {
-                let is_main = session == self.main_session
-                    && params["resourceType"] == "Document"
-                    && params["frameId"] == *self.main_frame;
                 tracing::debug!("blocked: {refusal}");
                 state.send_modify(|s| {
                     if is_main {
@@ -445,19 +538,6 @@ impl Loop {
         if let Err(e) = cdp.call(Some(&session), method, args).await {
             tracing::debug!("{method} {url}: {e}");
         }
-    }
-
-    /// Checks the address of a WebSocket the page opened. `Fetch` cannot hold WebSockets
-    /// back, so a refused one cannot be stopped; it voids the capture instead.
-    async fn socket(self: Arc<Self>, params: Value, state: Arc<watch::Sender<State>>) {
-        let url = params["url"].as_str().unwrap_or_default();
-        let verdict = self.checker.check(url).await;
-        state.send_modify(|s| {
-            s.sockets_pending -= 1;
-            if let Err(r) = verdict {
-                s.socket_refusal.get_or_insert(r);
-            }
-        });
     }
 
     /// Sets up a target attached under the tab (a frame in another process, a worker) like
@@ -481,34 +561,21 @@ impl Loop {
             }
         }
         if params["waitingForDebugger"].as_bool() == Some(true) {
-            let _ = cdp
+            let r = cdp
                 .call(Some(child), "Runtime.runIfWaitingForDebugger", json!({}))
                 .await;
+            tracing::debug!(
+                "resumed an attached {}: {r:?}",
+                params["targetInfo"]["type"]
+            );
         }
     }
 
-    /// Records the main document's status, and any response from a refused address.
+    /// Records the main document's status. (Its `remoteIPAddress` is the proxy's.)
     fn response(&self, main: bool, p: &Value, state: &watch::Sender<State>) {
-        let resp = &p["response"];
         if main && p["type"] == "Document" && p["frameId"] == *self.main_frame {
-            let status = resp["status"].as_f64().map(|s| s as u64);
+            let status = p["response"]["status"].as_f64().map(|s| s as u64);
             state.send_modify(|s| s.status = status);
-        }
-        let Some(addr) = resp["remoteIPAddress"].as_str() else {
-            return;
-        };
-        let Ok(ip) = addr
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-        else {
-            return;
-        };
-        if let Some((c, hint)) = self.checker.policy().refuses(ip) {
-            let url = resp["url"].as_str().unwrap_or_default().to_owned();
-            state.send_modify(|s| {
-                s.violation.get_or_insert((url, ip, c.range, hint));
-            });
         }
     }
 }

@@ -55,6 +55,14 @@ pub enum Refusal {
         /// Why, and which flag changes it.
         hint: &'static str,
     },
+    /// A connection the proxy never makes, whatever the policy.
+    #[error("{url} is refused: {what}")]
+    Internal {
+        /// The URL, or `host:port`.
+        url: String,
+        /// Why.
+        what: &'static str,
+    },
 }
 
 /// Why a screenshot could not be taken.
@@ -67,25 +75,9 @@ pub enum ScreenshotError {
     /// The page redirected to a refused URL.
     #[error("the page redirected to a refused URL: {0}")]
     RedirectRefused(Refusal),
-    /// The page opened a WebSocket to a refused URL.
-    #[error("the page opened a WebSocket to a refused URL, so no screenshot is returned: {0}")]
-    SocketRefused(Refusal),
-    /// A response came from an address the policy refuses (the name resolved differently
-    /// for the browser than for the check, or a redirect slipped through).
-    #[error(
-        "{url} was served from {ip}, in {range}, which the policy refuses; {hint}. \
-         No screenshot is returned"
-    )]
-    ServedFromRefused {
-        /// The URL of the response.
-        url: String,
-        /// The address it came from.
-        ip: IpAddr,
-        /// The range it is in.
-        range: &'static str,
-        /// Why, and which flag changes it.
-        hint: &'static str,
-    },
+    /// The capture's policy proxy could not start.
+    #[error("the network policy proxy could not start: {0}")]
+    Proxy(String),
     /// No Chromium to run.
     #[error(
         "no Chromium browser found ({looked}). Install it with `apt-get install chromium` \

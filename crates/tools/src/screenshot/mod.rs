@@ -7,25 +7,32 @@
 //! returns the image as `image` content, the structured `{width, height, format}` read from
 //! the encoded image, the same JSON as text, and diagnostics under
 //! `_meta["toolwright/screenshot"]` (browser pid and instance, final URL, HTTP status, page
-//! size, blocked requests).
+//! size, blocked requests and connections, and how many connections of the browser's own
+//! background services were refused so far).
 //!
 //! Layout:
-//! - `policy`: which URLs and addresses may be loaded (schemes, address classes, DNS).
-//! - `browser`: finding Chromium, starting it lazily, reusing and restarting it.
+//! - `policy`: which URLs and addresses may be loaded (schemes, the caller's URL, DNS).
+//! - `addr`: the class of an address (the IANA special-purpose registries).
+//! - `proxy`: the policy point every connection of the browser goes through (its tests in
+//!   `proxy_tests.rs`).
+//! - `browser`: finding Chromium, starting it lazily, reusing and restarting it, and
+//!   removing everything it wrote.
 //! - `cdp`: the DevTools protocol client (one WebSocket, flat sessions).
-//! - `capture`: one capture in its own browser context, with every request checked.
+//! - `capture`: one capture in its own browser context and proxy.
 //! - `image`: formats, and the pixel size read from PNG and JPEG headers.
 //! - `error`: why a capture failed, worded for the caller.
 //!
 //! The URL is checked before anything else happens (a refused URL never starts the browser
 //! or opens a connection). Calls run concurrently up to [`Settings::concurrency`].
 
+mod addr;
 mod browser;
 mod capture;
 mod cdp;
 mod error;
 mod image;
 mod policy;
+mod proxy;
 
 use browser::Pool;
 use capture::{Limits, Request};
@@ -52,6 +59,14 @@ pub const DEFAULT_MAX_HEIGHT: u32 = 16_384;
 pub const DEFAULT_CONCURRENCY: usize = 4;
 /// The `_meta` key of the diagnostics in a result.
 pub const META_KEY: &str = "toolwright/screenshot";
+
+/// Closes every browser `take_screenshot` started in this process and removes the
+/// directories they wrote to. Call it when the process is about to exit: dropping the tool
+/// does the same, but a tool that something still holds at exit (a cycle, a task that was
+/// never dropped) is never dropped.
+pub fn close_browsers() {
+    browser::close_all();
+}
 
 /// Settings of `take_screenshot`, from the command line.
 #[derive(Debug, Clone)]
@@ -97,6 +112,7 @@ struct Inner {
     settings: Settings,
     pool: Pool,
     slots: Semaphore,
+    resolver: Arc<dyn proxy::Resolve>,
 }
 
 impl TakeScreenshot {
@@ -109,6 +125,7 @@ impl TakeScreenshot {
                 settings,
                 pool,
                 slots,
+                resolver: Arc::new(proxy::SystemResolver),
             }),
         }
     }
@@ -246,7 +263,15 @@ impl Inner {
         let (browser, shot) = loop {
             let browser = self.pool.get().await?;
             ctx.progress(2.0, Some(3.0), Some("loading the page"));
-            match capture::capture(browser.clone(), &req, page_policy, limits).await {
+            match capture::capture(
+                browser.clone(),
+                &req,
+                page_policy,
+                limits,
+                self.resolver.clone(),
+            )
+            .await
+            {
                 Ok(shot) => break (browser, shot),
                 Err(e) if e.is_browser_gone() && !retried => {
                     // Killed or crashed between calls and not noticed yet: once more, fresh.
@@ -290,6 +315,7 @@ impl Inner {
             "pageHeight": shot.page_size.1,
             "truncated": shot.truncated,
             "blockedRequests": shot.blocked_count,
+            "browserOwnConnectionsRefused": browser.own_connections_refused(),
             "elapsedMs": started.elapsed().as_millis() as u64,
             "phasesMs": shot.phases_ms.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>(),
         });

@@ -6,235 +6,17 @@
 //! as Chromium treats them) and every address must be admitted: public addresses always,
 //! loopback unless the operator turned it off, everything else (private, link-local,
 //! unspecified, shared, documentation, multicast, reserved) only when the operator allowed
-//! private addresses. The same check runs on every request the page makes (redirects,
-//! subresources, frames, workers); a page that is not itself on loopback may not load
-//! loopback URLs, so a public page cannot pull the local machine's services into a
-//! screenshot.
+//! private addresses. The address classes are in `addr`.
+//!
+//! The browser's own connections are policed by `proxy`, which applies the same [`Policy`]
+//! where the socket is opened; [`RequestChecker`] refuses early, without DNS, what can be
+//! read from a request's URL. A page that is not itself on loopback may not load loopback
+//! URLs, so a public page cannot pull the local machine's services into a screenshot.
 
+pub(crate) use super::addr::{AddrClass, Classified, classify};
 use super::error::Refusal;
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 use url::{Host, Url};
-
-/// The coarse kind of an address, as the policy sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AddrClass {
-    /// Routable on the internet.
-    Public,
-    /// 127.0.0.0/8, ::1.
-    Loopback,
-    /// RFC 1918, shared address space, unique-local and site-local IPv6.
-    Private,
-    /// 169.254.0.0/16, fe80::/10.
-    LinkLocal,
-    /// 0.0.0.0/8 and `::`: connecting there reaches the local machine.
-    Unspecified,
-    /// Documentation, benchmarking, multicast, broadcast and other reserved ranges.
-    Reserved,
-}
-
-/// An address's class and the range it fell in (for messages).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Classified {
-    pub class: AddrClass,
-    pub range: &'static str,
-}
-
-const fn v4(a: u8, b: u8, c: u8, d: u8) -> u32 {
-    u32::from_be_bytes([a, b, c, d])
-}
-
-/// Non-public IPv4 ranges: network, prefix length, class, name.
-const V4_RANGES: &[(u32, u32, AddrClass, &str)] = &[
-    (
-        v4(0, 0, 0, 0),
-        8,
-        AddrClass::Unspecified,
-        "0.0.0.0/8 (this host)",
-    ),
-    (
-        v4(10, 0, 0, 0),
-        8,
-        AddrClass::Private,
-        "10.0.0.0/8 (private)",
-    ),
-    (
-        v4(100, 64, 0, 0),
-        10,
-        AddrClass::Private,
-        "100.64.0.0/10 (shared address space)",
-    ),
-    (
-        v4(127, 0, 0, 0),
-        8,
-        AddrClass::Loopback,
-        "127.0.0.0/8 (loopback)",
-    ),
-    (
-        v4(169, 254, 0, 0),
-        16,
-        AddrClass::LinkLocal,
-        "169.254.0.0/16 (link-local)",
-    ),
-    (
-        v4(172, 16, 0, 0),
-        12,
-        AddrClass::Private,
-        "172.16.0.0/12 (private)",
-    ),
-    (
-        v4(192, 0, 0, 0),
-        24,
-        AddrClass::Reserved,
-        "192.0.0.0/24 (IETF protocol assignments)",
-    ),
-    (
-        v4(192, 0, 2, 0),
-        24,
-        AddrClass::Reserved,
-        "192.0.2.0/24 (documentation)",
-    ),
-    (
-        v4(192, 88, 99, 0),
-        24,
-        AddrClass::Reserved,
-        "192.88.99.0/24 (6to4 relay)",
-    ),
-    (
-        v4(192, 168, 0, 0),
-        16,
-        AddrClass::Private,
-        "192.168.0.0/16 (private)",
-    ),
-    (
-        v4(198, 18, 0, 0),
-        15,
-        AddrClass::Reserved,
-        "198.18.0.0/15 (benchmarking)",
-    ),
-    (
-        v4(198, 51, 100, 0),
-        24,
-        AddrClass::Reserved,
-        "198.51.100.0/24 (documentation)",
-    ),
-    (
-        v4(203, 0, 113, 0),
-        24,
-        AddrClass::Reserved,
-        "203.0.113.0/24 (documentation)",
-    ),
-    (
-        v4(224, 0, 0, 0),
-        4,
-        AddrClass::Reserved,
-        "224.0.0.0/4 (multicast)",
-    ),
-    (
-        v4(240, 0, 0, 0),
-        4,
-        AddrClass::Reserved,
-        "240.0.0.0/4 (reserved, broadcast)",
-    ),
-];
-
-/// Non-public IPv6 ranges (those that embed an IPv4 address are handled before these).
-const V6_RANGES: &[(u128, u32, AddrClass, &str)] = &[
-    (0, 128, AddrClass::Unspecified, ":: (unspecified)"),
-    (1, 128, AddrClass::Loopback, "::1 (loopback)"),
-    (
-        0,
-        96,
-        AddrClass::Reserved,
-        "::/96 (IPv4-compatible, deprecated)",
-    ),
-    (
-        0x0064_ff9b_0001 << 80,
-        48,
-        AddrClass::Reserved,
-        "64:ff9b:1::/48 (local NAT64)",
-    ),
-    (0x0100 << 112, 64, AddrClass::Reserved, "100::/64 (discard)"),
-    (
-        0x2001 << 112,
-        23,
-        AddrClass::Reserved,
-        "2001::/23 (IETF protocol assignments)",
-    ),
-    (
-        0x2001_0db8 << 96,
-        32,
-        AddrClass::Reserved,
-        "2001:db8::/32 (documentation)",
-    ),
-    (
-        0xfc00 << 112,
-        7,
-        AddrClass::Private,
-        "fc00::/7 (unique local)",
-    ),
-    (
-        0xfe80 << 112,
-        10,
-        AddrClass::LinkLocal,
-        "fe80::/10 (link-local)",
-    ),
-    (
-        0xfec0 << 112,
-        10,
-        AddrClass::Private,
-        "fec0::/10 (site-local)",
-    ),
-    (
-        0xff00 << 112,
-        8,
-        AddrClass::Reserved,
-        "ff00::/8 (multicast)",
-    ),
-];
-
-const PUBLIC: Classified = Classified {
-    class: AddrClass::Public,
-    range: "public",
-};
-
-fn classify_v4(ip: Ipv4Addr) -> Classified {
-    let bits = u32::from(ip);
-    for &(net, len, class, range) in V4_RANGES {
-        if bits >> (32 - len) == net >> (32 - len) {
-            return Classified { class, range };
-        }
-    }
-    PUBLIC
-}
-
-fn classify_v6(ip: Ipv6Addr) -> Classified {
-    let bits = u128::from(ip);
-    // Addresses that carry an IPv4 address reach that address: judge it instead.
-    if bits >> 32 == 0xffff {
-        return classify_v4(Ipv4Addr::from(bits as u32)); // ::ffff:a.b.c.d (mapped)
-    }
-    if bits >> 32 == 0x0064_ff9b << 64 {
-        return classify_v4(Ipv4Addr::from(bits as u32)); // 64:ff9b::a.b.c.d (NAT64)
-    }
-    if bits >> 112 == 0x2002 {
-        return classify_v4(Ipv4Addr::from((bits >> 80) as u32)); // 2002:AABB:CCDD:: (6to4)
-    }
-    for &(net, len, class, range) in V6_RANGES {
-        if bits >> (128 - len) == net >> (128 - len) {
-            return Classified { class, range };
-        }
-    }
-    PUBLIC
-}
-
-/// The class of an address.
-pub(crate) fn classify(ip: IpAddr) -> Classified {
-    match ip {
-        IpAddr::V4(v) => classify_v4(v),
-        IpAddr::V6(v) => classify_v6(v),
-    }
-}
 
 /// Whether loopback addresses may be loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -397,17 +179,12 @@ pub(crate) async fn check(policy: &Policy, text: &str, page: bool) -> Result<Adm
         Kind::Web(t) => t,
     };
     let ips = addresses(&url, &target).await?;
-    for ip in &ips {
-        if let Some((c, hint)) = policy.refuses(*ip) {
-            let host = url.host_str().unwrap_or_default().to_owned();
-            return Err(Refusal::Address {
-                url: url.to_string(),
-                host,
-                ip: *ip,
-                range: c.range,
-                hint,
-            });
-        }
+    let host = url.host_str().unwrap_or_default();
+    if let Some(r) = ips
+        .iter()
+        .find_map(|ip| refusal(policy, url.as_str(), host, *ip))
+    {
+        return Err(r);
     }
     let on_loopback = ips
         .iter()
@@ -415,130 +192,53 @@ pub(crate) async fn check(policy: &Policy, text: &str, page: bool) -> Result<Adm
     Ok(Admitted { url, on_loopback })
 }
 
-/// A name's addresses, or why it could not be resolved.
-type Resolved = Result<Vec<IpAddr>, String>;
+/// The refusal for `ip`, if the policy refuses it, worded for `url` and `host`.
+pub(crate) fn refusal(policy: &Policy, url: &str, host: &str, ip: IpAddr) -> Option<Refusal> {
+    let (c, hint) = policy.refuses(ip)?;
+    Some(Refusal::Address {
+        url: url.to_owned(),
+        host: host.to_owned(),
+        ip,
+        range: c.range,
+        hint,
+    })
+}
 
-/// Checks the requests of one page, remembering the answers for names already resolved.
+/// Checks the URLs of one page's requests as the browser sends them (the `Fetch` domain),
+/// without DNS: schemes, IP literals and `localhost`. A name is left to the proxy, which
+/// resolves it once and connects to the address it checked; refusing what can be refused
+/// here gives the caller the whole URL (the proxy sees only `host:port` of an `https`
+/// request) and lets a refused main document end the call.
 #[derive(Debug)]
 pub(crate) struct RequestChecker {
     policy: Policy,
-    cache: tokio::sync::Mutex<HashMap<(String, u16), Resolved>>,
 }
 
 impl RequestChecker {
     /// A checker for the requests of a page under `policy` (already adjusted for the page).
     pub fn new(policy: Policy) -> Self {
-        RequestChecker {
-            policy,
-            cache: Default::default(),
-        }
-    }
-
-    /// The policy it applies.
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+        RequestChecker { policy }
     }
 
     /// Checks one request's URL.
-    pub async fn check(&self, text: &str) -> Result<(), Refusal> {
+    pub fn check(&self, text: &str) -> Result<(), Refusal> {
         let (url, kind) = parse(text, false)?;
-        let target = match kind {
-            Kind::Local => return Ok(()),
-            Kind::Web(t) => t,
+        let ip = match kind {
+            Kind::Local | Kind::Web(Target::Name(..)) => return Ok(()),
+            Kind::Web(Target::Ip(ip)) => ip,
+            Kind::Web(Target::Localhost) => IpAddr::V4(Ipv4Addr::LOCALHOST),
         };
-        let ips = match &target {
-            Target::Name(name, port) => {
-                let key = (name.clone(), *port);
-                let cached = self.cache.lock().await.get(&key).cloned();
-                let found = match cached {
-                    Some(r) => r,
-                    None => {
-                        let r = addresses(&url, &target).await.map_err(|e| e.to_string());
-                        self.cache.lock().await.insert(key, r.clone());
-                        r
-                    }
-                };
-                found.map_err(|reason| Refusal::Unresolvable {
-                    url: url.to_string(),
-                    host: name.clone(),
-                    reason,
-                })?
-            }
-            other => addresses(&url, other).await?,
-        };
-        for ip in ips {
-            if let Some((c, hint)) = self.policy.refuses(ip) {
-                let host = url.host_str().unwrap_or_default().to_owned();
-                return Err(Refusal::Address {
-                    url: url.to_string(),
-                    host,
-                    ip,
-                    range: c.range,
-                    hint,
-                });
-            }
+        let host = url.host_str().unwrap_or_default();
+        match refusal(&self.policy, url.as_str(), host, ip) {
+            Some(r) => Err(r),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn class(s: &str) -> AddrClass {
-        classify(s.parse().unwrap()).class
-    }
-
-    #[test]
-    fn address_classes() {
-        use AddrClass::*;
-        let cases = [
-            ("8.8.8.8", Public),
-            ("1.1.1.1", Public),
-            ("127.0.0.1", Loopback),
-            ("127.255.255.254", Loopback),
-            ("10.0.0.1", Private),
-            ("10.255.255.255", Private),
-            ("172.16.0.1", Private),
-            ("172.31.255.255", Private),
-            ("172.32.0.1", Public),
-            ("172.15.255.255", Public),
-            ("192.168.1.1", Private),
-            ("100.64.0.1", Private),
-            ("100.128.0.1", Public),
-            ("169.254.169.254", LinkLocal),
-            ("0.0.0.0", Unspecified),
-            ("0.1.2.3", Unspecified),
-            ("192.0.2.5", Reserved),
-            ("198.18.0.1", Reserved),
-            ("198.20.0.1", Public),
-            ("224.0.0.1", Reserved),
-            ("255.255.255.255", Reserved),
-            ("::", Unspecified),
-            ("::1", Loopback),
-            ("::ffff:10.0.0.1", Private),
-            ("::ffff:127.0.0.1", Loopback),
-            ("::ffff:8.8.8.8", Public),
-            ("64:ff9b::a00:1", Private),
-            ("2002:a00:1::", Private),
-            ("2002:808:808::", Public),
-            ("::10.0.0.1", Reserved),
-            ("fc00::1", Private),
-            ("fd12:3456::1", Private),
-            ("fe80::1", LinkLocal),
-            ("febf::1", LinkLocal),
-            ("fec0::1", Private),
-            ("ff02::1", Reserved),
-            ("2001:db8::1", Reserved),
-            ("2001::1", Reserved),
-            ("2001:4860:4860::8888", Public),
-            ("2606:4700::1111", Public),
-        ];
-        for (ip, want) in cases {
-            assert_eq!(class(ip), want, "{ip}");
-        }
-    }
 
     const DEFAULT: Policy = Policy {
         allow_private: false,
@@ -651,14 +351,22 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn request_checker_applies_page_policy() {
+    #[test]
+    fn request_checker_applies_page_policy() {
         let checker = RequestChecker::new(DEFAULT.for_page(false));
-        assert!(checker.check("http://127.0.0.1/x.png").await.is_err());
-        assert!(checker.check("data:image/png;base64,AAAA").await.is_ok());
-        assert!(checker.check("file:///etc/passwd").await.is_err());
+        assert!(checker.check("http://127.0.0.1/x.png").is_err());
+        assert!(checker.check("http://localhost:81/x.png").is_err());
+        assert!(checker.check("data:image/png;base64,AAAA").is_ok());
+        assert!(checker.check("file:///etc/passwd").is_err());
+        // Names are the proxy's to resolve and judge.
+        assert!(checker.check("http://intranet.invalid/x.png").is_ok());
         let local = RequestChecker::new(DEFAULT.for_page(true));
-        assert!(local.check("http://127.0.0.1/x.png").await.is_ok());
-        assert!(local.check("http://192.168.0.1/x.png").await.is_err());
+        assert!(local.check("http://127.0.0.1/x.png").is_ok());
+        assert!(local.check("http://192.168.0.1/x.png").is_err());
+        let err = local
+            .check("http://[::ffff:0:a00:1]/")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("10.0.0.0/8"), "{err}");
     }
 }
