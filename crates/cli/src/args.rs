@@ -178,9 +178,22 @@ pub struct HttpArgs {
     /// Most legacy sessions at once.
     #[arg(long, value_name = "N", default_value_t = 10_000, requires = "addr")]
     pub max_sessions: usize,
-    /// Most SSE streams open at once.
+    /// Most event streams carrying call replies (POST streams and their resumptions) open at
+    /// once; more get 503.
     #[arg(long, value_name = "N", default_value_t = 1_000, requires = "addr")]
     pub max_sse_streams: usize,
+    /// Most reply streams one client (IP address; IPv6: its /64) has open at once; more get
+    /// 429.
+    #[arg(long, value_name = "N", default_value_t = 500, requires = "addr")]
+    pub max_sse_streams_per_client: usize,
+    /// Most standalone GET streams open at once (a budget apart from reply streams; one per
+    /// legacy session at most); more get 503.
+    #[arg(long, value_name = "N", default_value_t = 1_000, requires = "addr")]
+    pub max_get_streams: usize,
+    /// Most standalone GET streams one client (IP address; IPv6: its /64) has open at once;
+    /// more get 429.
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "addr")]
+    pub max_get_streams_per_client: usize,
     /// Largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024, requires = "addr")]
     pub max_body_bytes: usize,

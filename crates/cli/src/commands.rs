@@ -154,7 +154,11 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
 fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> {
     let auth_token = match &a.auth_token_env {
         Some(var) => {
-            Some(std::env::var(var).with_context(|| format!("--auth-token-env: reading ${var}"))?)
+            let token =
+                std::env::var(var).with_context(|| format!("--auth-token-env: reading ${var}"))?;
+            // A token no client can present would start a server nobody can use.
+            toolwright_http::check_auth_token(&token).with_context(|| format!("${var}"))?;
+            Some(token)
         }
         None => None,
     };
@@ -169,6 +173,9 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
         resource_url: a.resource_url.clone(),
         max_sessions: a.max_sessions,
         max_sse_streams: a.max_sse_streams,
+        max_sse_streams_per_client: a.max_sse_streams_per_client,
+        max_get_streams: a.max_get_streams,
+        max_get_streams_per_client: a.max_get_streams_per_client,
         max_body_bytes: a.max_body_bytes,
         threads: a.http_threads,
         ..toolwright_http::HttpConfig::default()

@@ -30,8 +30,19 @@ pub struct HttpConfig {
     pub resource_url: Option<String>,
     /// Most legacy sessions at once; `initialize` gets 503 beyond it.
     pub max_sessions: usize,
-    /// Most SSE streams open at once; more get 503.
+    /// Most event streams carrying call replies (a POST answered with SSE, or the
+    /// `Last-Event-ID` resumption of one) open at once; more get 503. GET streams have a
+    /// budget of their own ([`HttpConfig::max_get_streams`]).
     pub max_sse_streams: usize,
+    /// Most reply streams one client (IP address; IPv6: its /64) has open at once; more get
+    /// 429.
+    pub max_sse_streams_per_client: usize,
+    /// Most standalone GET streams (one per legacy session at most) open at once; more get
+    /// 503.
+    pub max_get_streams: usize,
+    /// Most standalone GET streams one client (IP address; IPv6: its /64) has open at once;
+    /// more get 429.
+    pub max_get_streams_per_client: usize,
     /// Largest request body; larger ones get 413.
     pub max_body_bytes: usize,
     /// Serving threads. 1 (the default): connections are served on the runtime that runs
@@ -70,6 +81,9 @@ impl Default for HttpConfig {
             resource_url: None,
             max_sessions: 10_000,
             max_sse_streams: 1_000,
+            max_sse_streams_per_client: 500,
+            max_get_streams: 1_000,
+            max_get_streams_per_client: 100,
             max_body_bytes: 16 * 1024 * 1024,
             threads: 1,
             max_header_bytes: 64 * 1024,

@@ -4,8 +4,8 @@
 
 use crate::config::HttpConfig;
 use crate::error::Error;
-use http::HeaderMap;
 use http::header::{AUTHORIZATION, HOST, ORIGIN};
+use http::{HeaderMap, Uri};
 use std::net::SocketAddr;
 use subtle::ConstantTimeEq;
 
@@ -16,9 +16,18 @@ const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 pub(crate) enum Refusal {
     /// No `Host` header (HTTP/1.1 requires one): 400.
     MissingHost,
+    /// More than one `Host` header (RFC 9112 §3.2): 400.
+    DuplicateHost,
     /// `Host` is not an allowed name: 403.
     ForeignHost,
-    /// `Origin` is present and not allowed: 403.
+    /// An absolute-form request target (`POST http://name/mcp`) whose authority is not an
+    /// allowed name: 421 (the request is meant for another server).
+    ForeignTarget,
+    /// An absolute-form request target whose authority is not the `Host` header: 400.
+    TargetNotHost,
+    /// More than one `Origin` header: 403.
+    DuplicateOrigin,
+    /// `Origin` is present and not allowed (or is not one origin): 403.
     ForeignOrigin,
     /// No bearer token: 401.
     NoToken,
@@ -69,6 +78,17 @@ fn split_host_port(s: &str) -> Option<(&str, Option<u16>)> {
     Some((host, port))
 }
 
+/// True when two `host[:port]` authorities name the same host and port (a missing port
+/// being `default_port`).
+fn same_authority(a: &str, b: &str, default_port: u16) -> bool {
+    match (split_host_port(a), split_host_port(b)) {
+        (Some((ha, pa)), Some((hb, pb))) => {
+            ha.eq_ignore_ascii_case(hb) && pa.unwrap_or(default_port) == pb.unwrap_or(default_port)
+        }
+        _ => false,
+    }
+}
+
 /// `scheme://host[:port]` in lowercase without a trailing slash, or `None` if malformed.
 fn normalize_origin(s: &str) -> Option<(String, String, Option<u16>)> {
     let s = s.trim().trim_end_matches('/');
@@ -86,6 +106,21 @@ fn origin_string(scheme: &str, host: &str, port: Option<u16>) -> String {
         Some(p) => format!("{scheme}://{host}:{p}"),
         None => format!("{scheme}://{host}"),
     }
+}
+
+/// Refuses a token no client could present: empty or only whitespace, whitespace at either
+/// end (a presented token is trimmed), or control characters (no header carries them).
+pub fn check_auth_token(token: &str) -> Result<(), Error> {
+    let reason = if token.trim_ascii().is_empty() {
+        "the token is empty or only whitespace"
+    } else if token.trim_ascii() != token {
+        "the token begins or ends with whitespace, which no client can send"
+    } else if token.bytes().any(|b| b.is_ascii_control()) {
+        "the token contains control characters, which no header can carry"
+    } else {
+        return Ok(());
+    };
+    Err(Error::config("--auth-token-env", reason))
 }
 
 impl Guard {
@@ -137,10 +172,10 @@ impl Guard {
             origins.push(origin_string(&scheme, &host, port));
         }
         let token = match &config.auth_token {
-            Some(t) if t.is_empty() => {
-                return Err(Error::config("--auth-token-env", "the token is empty"));
+            Some(t) => {
+                check_auth_token(t)?;
+                Some(t.as_bytes().to_vec())
             }
-            Some(t) => Some(t.as_bytes().to_vec()),
             None => None,
         };
         Ok(Guard {
@@ -157,21 +192,53 @@ impl Guard {
         self.token.is_some()
     }
 
-    /// The `Host` and `Origin` checks, applied to every request.
-    pub(crate) fn check_site(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        if !self.any_host {
-            let host = headers.get(HOST).ok_or(Refusal::MissingHost)?;
+    /// The `Host` and `Origin` checks, applied to every request: exactly one `Host` (when
+    /// any), allowed; an absolute-form target's authority allowed and the same as `Host`; at
+    /// most one `Origin`, allowed.
+    pub(crate) fn check_site(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        let mut hosts = headers.get_all(HOST).iter();
+        let host = hosts.next();
+        if hosts.next().is_some() {
+            return Err(Refusal::DuplicateHost);
+        }
+        if let Some(authority) = uri.authority() {
+            // RFC 9112 §3.2.2: the target's authority is the one that counts, so it passes
+            // the same check; a `Host` that names something else is refused outright.
+            let target = authority.as_str();
+            if !self.any_host && !self.host_allowed(target) {
+                return Err(Refusal::ForeignTarget);
+            }
+            if let Some(h) = host {
+                let default_port = if uri.scheme_str() == Some("https") {
+                    443
+                } else {
+                    80
+                };
+                let same = h
+                    .to_str()
+                    .ok()
+                    .is_some_and(|h| same_authority(h, target, default_port));
+                if !same {
+                    return Err(Refusal::TargetNotHost);
+                }
+            }
+        } else if !self.any_host {
+            let host = host.ok_or(Refusal::MissingHost)?;
             let host = host.to_str().map_err(|_| Refusal::ForeignHost)?;
             if !self.host_allowed(host) {
                 return Err(Refusal::ForeignHost);
             }
         }
-        if let Some(origin) = headers.get(ORIGIN)
-            && !self.any_origin
-        {
-            let origin = origin.to_str().map_err(|_| Refusal::ForeignOrigin)?;
-            if !self.origin_allowed(origin) {
-                return Err(Refusal::ForeignOrigin);
+        let mut origins = headers.get_all(ORIGIN).iter();
+        if let Some(origin) = origins.next() {
+            if origins.next().is_some() {
+                return Err(Refusal::DuplicateOrigin);
+            }
+            if !self.any_origin {
+                let origin = origin.to_str().map_err(|_| Refusal::ForeignOrigin)?;
+                if !self.origin_allowed(origin) {
+                    return Err(Refusal::ForeignOrigin);
+                }
             }
         }
         Ok(())
@@ -189,6 +256,10 @@ impl Guard {
     pub(crate) fn origin_allowed(&self, value: &str) -> bool {
         if self.any_origin {
             return true;
+        }
+        // One serialized origin: a list (`a b`, `a,b`) is not one.
+        if value.trim().contains([',', ' ', '\t']) {
+            return false;
         }
         let Some((scheme, host, port)) = normalize_origin(value) else {
             return false;
@@ -327,7 +398,11 @@ mod tests {
         check("api.example.com:80", false);
         check("evil.example:8080", false);
         check("127.0.0.2:8080", false);
-        assert_eq!(g.check_site(&HeaderMap::new()), Err(Refusal::MissingHost));
+        let origin_form = Uri::from_static("/mcp");
+        assert_eq!(
+            g.check_site(&origin_form, &HeaderMap::new()),
+            Err(Refusal::MissingHost)
+        );
     }
 
     #[test]
@@ -349,21 +424,111 @@ mod tests {
         check("null", false);
         check("file://localhost", false);
         check("http://localhost.evil.com", false);
+        // One origin, not a list.
+        check("http://localhost:5173 https://evil.example", false);
+        check("http://localhost,https://evil.example", false);
+        check("http://localhost, http://localhost", false);
         assert!(guard(&[], &["*"], None).origin_allowed("https://anything.example"));
+    }
+
+    fn site(g: &Guard, target: &str, pairs: &[(http::HeaderName, &str)]) -> Result<(), Refusal> {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(k.clone(), HeaderValue::from_str(v).unwrap());
+        }
+        g.check_site(&target.parse::<Uri>().unwrap(), &h)
     }
 
     #[test]
     fn site_check_order() {
         let g = guard(&[], &[], None);
-        let ok = headers(&[(HOST, "localhost:1"), (ORIGIN, "http://localhost:2")]);
-        assert_eq!(g.check_site(&ok), Ok(()));
-        let foreign_origin = headers(&[(HOST, "localhost:1"), (ORIGIN, "https://evil.example")]);
-        assert_eq!(g.check_site(&foreign_origin), Err(Refusal::ForeignOrigin));
-        let foreign_host = headers(&[(HOST, "evil.example"), (ORIGIN, "http://localhost")]);
-        assert_eq!(g.check_site(&foreign_host), Err(Refusal::ForeignHost));
+        let check =
+            |target: &str, pairs: &[(http::HeaderName, &str)], want: Result<(), Refusal>| {
+                assert_eq!(site(&g, target, pairs), want, "{target} {pairs:?}");
+            };
+        let local = || (HOST, "localhost:1");
+        check("/mcp", &[local(), (ORIGIN, "http://localhost:2")], Ok(()));
+        check(
+            "/mcp",
+            &[local(), (ORIGIN, "https://evil.example")],
+            Err(Refusal::ForeignOrigin),
+        );
+        check(
+            "/mcp",
+            &[(HOST, "evil.example"), (ORIGIN, "http://localhost")],
+            Err(Refusal::ForeignHost),
+        );
+        // Duplicates: Host is a 400 (RFC 9112 §3.2), Origin a 403, whatever their order.
+        check(
+            "/mcp",
+            &[local(), (HOST, "evil.example")],
+            Err(Refusal::DuplicateHost),
+        );
+        check("/mcp", &[local(), local()], Err(Refusal::DuplicateHost));
+        check(
+            "/mcp",
+            &[(HOST, "evil.example"), local()],
+            Err(Refusal::DuplicateHost),
+        );
+        let own = || (ORIGIN, "http://localhost:1");
+        check(
+            "/mcp",
+            &[local(), own(), (ORIGIN, "https://evil.example")],
+            Err(Refusal::DuplicateOrigin),
+        );
+        check(
+            "/mcp",
+            &[local(), own(), own()],
+            Err(Refusal::DuplicateOrigin),
+        );
+        check(
+            "/mcp",
+            &[
+                local(),
+                (ORIGIN, "http://localhost:1, https://evil.example"),
+            ],
+            Err(Refusal::ForeignOrigin),
+        );
+        // Absolute-form targets: the authority is checked like Host, and must be Host.
+        check(
+            "http://evil.example/mcp",
+            &[local()],
+            Err(Refusal::ForeignTarget),
+        );
+        check("http://evil.example/mcp", &[], Err(Refusal::ForeignTarget));
+        check(
+            "http://user@localhost:1/mcp",
+            &[local()],
+            Err(Refusal::ForeignTarget),
+        );
+        check("http://localhost:1/mcp", &[local()], Ok(()));
+        check("http://LOCALHOST:1/mcp", &[local()], Ok(()));
+        check("http://localhost:1/mcp", &[], Ok(()));
+        check("http://localhost/mcp", &[(HOST, "localhost:80")], Ok(()));
+        check("https://localhost/mcp", &[(HOST, "localhost:443")], Ok(()));
+        check(
+            "http://localhost:2/mcp",
+            &[local()],
+            Err(Refusal::TargetNotHost),
+        );
+        check(
+            "http://127.0.0.1:1/mcp",
+            &[local()],
+            Err(Refusal::TargetNotHost),
+        );
+        let any = guard(&["*"], &[], None);
+        assert_eq!(site(&any, "/mcp", &[(HOST, "x.example")]), Ok(()));
         assert_eq!(
-            guard(&["*"], &[], None).check_site(&headers(&[(HOST, "x.example")])),
+            site(&any, "http://y.example/mcp", &[(HOST, "y.example")]),
             Ok(())
+        );
+        assert_eq!(
+            site(&any, "http://y.example/mcp", &[(HOST, "x.example")]),
+            Err(Refusal::TargetNotHost)
+        );
+        assert_eq!(
+            site(&any, "/mcp", &[(HOST, "x.example"), (HOST, "x.example")]),
+            Err(Refusal::DuplicateHost)
         );
     }
 
@@ -399,11 +564,17 @@ mod tests {
             ..HttpConfig::default()
         };
         assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err());
-        let bad = HttpConfig {
-            auth_token: Some(String::new()),
-            ..HttpConfig::default()
-        };
-        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err());
+        for token in ["", " ", "   ", "\t \t", " s3cret", "s3cret\n", "s3\x01cret"] {
+            let bad = HttpConfig {
+                auth_token: Some(token.into()),
+                ..HttpConfig::default()
+            };
+            assert!(
+                Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err(),
+                "{token:?}"
+            );
+        }
+        assert!(check_auth_token("s3 cret").is_ok());
     }
 
     #[test]

@@ -33,6 +33,26 @@
 //! produces, and with `text/event-stream` when a notification (progress, a log message) or a
 //! request to the client comes first: the stream then carries those, the reply, and ends.
 //!
+//! # Replies only in a type the client accepts
+//!
+//! A POST's `Accept` (RFC 9110 media ranges with weights: `*/*`, `application/*`, `;q=0` for
+//! "not this one"; no `Accept` at all allows both) decides what the reply may be:
+//!
+//! - **Both** `application/json` and `text/event-stream` (what the spec asks clients to
+//!   send): as above, the server picks per request.
+//! - **Only `text/event-stream`**: always an event stream, even when the reply comes first
+//!   (then a stream of that one event). Replies whose protocol error maps to an HTTP error
+//!   status (a modern 400 or 404) keep their JSON body, as every refusal does.
+//! - **Only `application/json`**: always JSON. Progress and log notifications that would have
+//!   needed a stream are **dropped**; a tool's request to the client (sampling, elicitation,
+//!   roots) fails at once as a tool error saying the client must accept `text/event-stream`;
+//!   a call that ends without a reply (cancelled) gets 202 and no body.
+//! - **Neither**: 406, whose JSON-RPC error names the acceptable types (also in
+//!   `error.data.acceptable`).
+//!
+//! A GET is an event stream or nothing: its `Accept` must allow `text/event-stream`, else
+//! 406.
+//!
 //! # Stateless mode
 //!
 //! With [`HttpConfig::stateless`], legacy requests need no session: `initialize` is answered
@@ -48,13 +68,25 @@
 //! # Security and limits
 //!
 //! The default address is loopback. `Host` must be a loopback name (or the bound address,
-//! or one of [`HttpConfig::allowed_hosts`]), else 403: DNS-rebinding protection. A present
-//! `Origin` must be loopback or allowed, else 403. With [`HttpConfig::auth_token`], every
+//! or one of [`HttpConfig::allowed_hosts`]), else 403: DNS-rebinding protection; more than
+//! one `Host` is 400 (RFC 9112 §3.2). An absolute-form request target (`POST
+//! http://name/mcp`) names the host that counts (RFC 9112 §3.2.2): its authority passes the
+//! same check, else 421 (Misdirected Request), and a `Host` naming anything else is 400. A
+//! present `Origin` must be one loopback or allowed origin, else 403; more than one `Origin`
+//! header, or a list in one, is 403 too. With [`HttpConfig::auth_token`], every
 //! request needs `Authorization: Bearer <token>` (compared in constant time), else 401 with
 //! `WWW-Authenticate: Bearer resource_metadata="…"` naming the RFC 9728 Protected Resource
 //! Metadata, served at `/.well-known/oauth-protected-resource/mcp`. Bodies over the limit
 //! get 413; oversized headers 431; slow request heads close the connection, slow bodies get
-//! 408; sessions and SSE streams are capped (503 beyond). Shutdown stops accepting, ends GET
+//! 408; sessions are capped (503 beyond).
+//!
+//! Event streams draw on two budgets that cannot take from each other, so that idle GET
+//! streams never starve calls: **reply** streams (a POST answered with SSE, and its
+//! `Last-Event-ID` resumption; [`HttpConfig::max_sse_streams`]) and standalone **GET**
+//! streams ([`HttpConfig::max_get_streams`]; one per session, 409 for a second). Each budget
+//! also has a share per client address (an IPv6 client counts by its /64):
+//! [`HttpConfig::max_sse_streams_per_client`], [`HttpConfig::max_get_streams_per_client`].
+//! A full budget is 503, a client over its share 429, both with `Retry-After`. Shutdown stops accepting, ends GET
 //! streams and lets requests in progress finish. Accepted sockets set `TCP_NODELAY`.
 //!
 //! # Layout
@@ -63,13 +95,16 @@
 //! - `service.rs`: shared state, routing, the checks every request passes.
 //! - `post.rs`: POST in each era; `streams.rs`: SSE responses, GET and DELETE;
 //!   `respond.rs`: response builders and the status of a modern reply.
-//! - `headers.rs`: MCP headers and the modern mirroring rules.
+//! - `headers.rs`: MCP headers and the modern mirroring rules; `accept.rs`: `Accept`.
+//! - `budget.rs`: the stream budgets, in total and per client.
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
 //! - `session.rs`: legacy sessions and their table.
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
 //! - [`config`], [`error`].
 
+mod accept;
 mod body;
+mod budget;
 pub mod config;
 pub mod error;
 mod guard;
@@ -84,4 +119,5 @@ mod streams;
 
 pub use config::HttpConfig;
 pub use error::Error;
+pub use guard::check_auth_token;
 pub use listener::{HttpServer, shutdown_signal};

@@ -35,8 +35,9 @@ pub struct HttpServer {
     addr: SocketAddr,
 }
 
+/// The service of one connection: the shared state and the client's address.
 #[derive(Clone)]
-struct Svc(Arc<Shared>);
+struct Svc(Arc<Shared>, std::net::IpAddr);
 
 impl hyper::service::Service<Request<Incoming>> for Svc {
     type Response = Response<Body>;
@@ -45,7 +46,8 @@ impl hyper::service::Service<Request<Incoming>> for Svc {
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let shared = self.0.clone();
-        Box::pin(async move { Ok(service::handle(shared, req).await) })
+        let peer = self.1;
+        Box::pin(async move { Ok(service::handle(shared, peer, req).await) })
     }
 }
 
@@ -82,6 +84,15 @@ impl HttpServer {
         for (setting, n) in [
             ("--max-sessions", config.max_sessions),
             ("--max-sse-streams", config.max_sse_streams),
+            (
+                "--max-sse-streams-per-client",
+                config.max_sse_streams_per_client,
+            ),
+            ("--max-get-streams", config.max_get_streams),
+            (
+                "--max-get-streams-per-client",
+                config.max_get_streams_per_client,
+            ),
             ("--max-body-bytes", config.max_body_bytes),
         ] {
             if n == 0 {
@@ -305,10 +316,10 @@ impl Acceptor {
                 _ = &mut stop => return Ok(()),
                 a = listener.accept() => a,
             };
-            let stream = match accepted {
-                Ok((s, _)) => {
+            let (stream, peer) = match accepted {
+                Ok(a) => {
                     failures = 0;
-                    s
+                    a
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: wait a little and go on.
@@ -321,11 +332,11 @@ impl Acceptor {
                     continue;
                 }
             };
-            self.serve(stream);
+            self.serve(stream, peer);
         }
     }
 
-    fn serve(&self, stream: tokio::net::TcpStream) {
+    fn serve(&self, stream: tokio::net::TcpStream, peer: SocketAddr) {
         // Without this every small reply waits for the peer's delayed ACK (~40 ms).
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY: {e}");
@@ -334,7 +345,7 @@ impl Acceptor {
         let (tx, rx) = oneshot::channel();
         self.closers.lock().insert(id, tx);
         let builder = self.builder.clone();
-        let svc = Svc(self.shared.clone());
+        let svc = Svc(self.shared.clone(), peer.ip());
         let closers = self.closers.clone();
         self.conns.spawn(async move {
             let conn = builder.serve_connection(TokioIo::new(stream), svc);

@@ -4,17 +4,19 @@
 //!
 //! [`Server::read`]: toolwright_server::Server::read
 
+use crate::accept::Accepts;
 use crate::body::{Body, OnDrop, priming_event};
+use crate::budget::{Budget, Client};
 use crate::headers::{self, HeaderVersion, SESSION_ID};
 use crate::respond::{
-    accepted, json, modern_status, no_stream_slot, refuse, rpc_error, shutting_down,
-    unsupported_version,
+    accepted, json, modern_status, not_acceptable, refuse, rpc_error, shutting_down, single_event,
+    stream_refused, unsupported_version,
 };
-use crate::service::{BodyError, Shared, accepts, read_body};
+use crate::service::{BodyError, Shared, read_body};
 use crate::session::{Busy, HttpSession};
 use crate::stream::Cell;
 use crate::streams::{primes, stream_response};
-use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::Value;
@@ -24,7 +26,11 @@ use toolwright_protocol::{Method, ProtocolVersion};
 use toolwright_server::era::{self, Claim};
 use toolwright_server::{Handled, Inbound, Outbound, Outcome, Session};
 
-pub(crate) async fn post(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn post(
+    shared: &Arc<Shared>,
+    client: Client,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
     if let Some(ct) = headers.get(CONTENT_TYPE)
@@ -42,14 +48,12 @@ pub(crate) async fn post(shared: &Arc<Shared>, req: Request<Incoming>) -> Respon
             "Content-Type must be application/json",
         );
     }
-    if headers.contains_key(ACCEPT)
-        && !accepts(headers, "application/json")
-        && !accepts(headers, "text/event-stream")
-    {
-        return refuse(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            "Accept must list application/json and text/event-stream",
+    let accepts = Accepts::of(headers);
+    if accepts.none() {
+        return not_acceptable(
+            "a POST is answered with application/json or text/event-stream (clients should \
+             list both); this request's Accept allows neither",
+            &["application/json", "text/event-stream"],
         );
     }
     let declared = headers
@@ -111,10 +115,11 @@ pub(crate) async fn post(shared: &Arc<Shared>, req: Request<Incoming>) -> Respon
             era::claim(peek.version.as_deref(), header) == Claim::Legacy
         }
     };
+    let to = Peer { client, accepts };
     if legacy {
-        legacy_post(shared, headers, inbound, hv).await
+        legacy_post(shared, to, headers, inbound, hv).await
     } else {
-        modern_post(shared, headers, inbound).await
+        modern_post(shared, to, headers, inbound).await
     }
 }
 
@@ -129,10 +134,31 @@ fn too_large(shared: &Shared) -> Response<Body> {
     )
 }
 
-pub(crate) fn new_cell(shared: &Shared, retain: bool) -> (Arc<Cell>, Arc<dyn Outbound>) {
-    let cell = Arc::new(Cell::new(shared.config.event_store_capacity, retain));
+/// Who a POST answers: the client (for the stream budgets) and the types it accepts.
+#[derive(Debug, Clone, Copy)]
+struct Peer {
+    client: Client,
+    accepts: Accepts,
+}
+
+/// A cell for one POST's messages; JSON-only when the client does not accept event streams.
+fn new_cell(shared: &Shared, accepts: Accepts) -> (Arc<Cell>, Arc<dyn Outbound>) {
+    let cell = Arc::new(Cell::new(shared.config.event_store_capacity, false));
+    if !accepts.sse {
+        cell.set_json_only();
+    }
     let sink: Arc<dyn Outbound> = cell.clone();
     (cell, sink)
+}
+
+/// A reply that is the whole answer: JSON, or a one-event stream for a client that accepts
+/// only `text/event-stream`. Error statuses (a modern 400 or 404) always carry JSON.
+fn reply_only(status: StatusCode, line: Vec<u8>, accepts: Accepts) -> Response<Body> {
+    if accepts.json || status != StatusCode::OK {
+        json(status, line)
+    } else {
+        single_event(&line)
+    }
 }
 
 /// The modern mirroring rules: headers against the body, and the `Mcp-Param-*` headers the
@@ -200,6 +226,7 @@ fn check_tool_headers(
 /// driven by the response itself (closing it cancels the call).
 async fn modern_post(
     shared: &Arc<Shared>,
+    to: Peer,
     headers: &HeaderMap,
     inbound: Inbound,
 ) -> Response<Body> {
@@ -211,20 +238,21 @@ async fn modern_post(
         return *resp;
     }
     let id = inbound.id().cloned();
-    let (cell, sink) = new_cell(shared, false);
+    let (cell, sink) = new_cell(shared, to.accepts);
     let session = Session::new(sink.clone());
     match shared.server.handle(&session, inbound, &sink) {
-        Handled::Nothing if id.is_none() => accepted(),
+        Handled::Nothing if id.is_none() || !to.accepts.sse => accepted(),
         Handled::Nothing => {
             cell.finish(None);
-            stream_response(shared, cell, None, None, None, false)
+            stream_response(shared, to.client, cell, None, None, None, false)
         }
         Handled::Reply(reply) => {
             if cell.decided().is_none() {
-                return json(modern_status(reply.outcome()), reply.into_line());
+                let status = modern_status(reply.outcome());
+                return reply_only(status, reply.into_line(), to.accepts);
             }
             cell.finish_reply(Some(reply));
-            stream_response(shared, cell, None, None, None, false)
+            stream_response(shared, to.client, cell, None, None, None, false)
         }
         Handled::Later(mut call) => {
             let streaming = loop {
@@ -245,15 +273,19 @@ async fn modern_post(
             };
             if streaming {
                 // A notification came first: the stream drives the rest of the call.
-                return stream_response(shared, cell, None, Some(call), None, false);
+                return stream_response(shared, to.client, cell, None, Some(call), None, false);
             }
             if cell.decided() == Some(true)
                 && let Some(line) = cell.take_only_reply()
             {
                 let outcome = cell.outcome().unwrap_or(Outcome::Result);
-                return json(modern_status(outcome), line);
+                return reply_only(modern_status(outcome), line, to.accepts);
             }
-            stream_response(shared, cell, None, None, None, false)
+            if !to.accepts.sse {
+                // Finished without a reply (cancelled): nothing to send.
+                return accepted();
+            }
+            stream_response(shared, to.client, cell, None, None, None, false)
         }
     }
 }
@@ -280,6 +312,7 @@ fn request_ids(inbound: &Inbound) -> Vec<RequestId> {
 /// session (`initialize`), or no session at all (stateless).
 async fn legacy_post(
     shared: &Arc<Shared>,
+    to: Peer,
     headers: &HeaderMap,
     inbound: Inbound,
     hv: HeaderVersion<'_>,
@@ -294,17 +327,17 @@ async fn legacy_post(
     let is_init = matches!(&inbound, Inbound::Message(Message::Request(_)))
         && inbound.method() == Some(Method::Initialize);
     if shared.config.stateless {
-        let (cell, sink) = new_cell(shared, false);
+        let (cell, sink) = new_cell(shared, to.accepts);
         let session = if is_init {
             Session::new(sink.clone())
         } else {
             Session::stateless(sink.clone(), version)
         };
         let handled = shared.server.handle(&session, inbound, &sink);
-        return legacy_respond(shared, None, cell, handled, &requests, &session).await;
+        return legacy_respond(shared, to, None, cell, handled, &requests, &session).await;
     }
     if is_init {
-        return initialize(shared, inbound, first_id).await;
+        return initialize(shared, to.accepts, inbound, first_id).await;
     }
     let Some(sid) = headers.get(SESSION_ID) else {
         return refuse(
@@ -321,18 +354,28 @@ async fn legacy_post(
         );
     };
     let busy = hs.busy();
-    let (cell, sink) = new_cell(shared, false);
+    let (cell, sink) = new_cell(shared, to.accepts);
     if primes(&hs) {
         // Resumable from its priming event, so a call may close it early (SSE polling).
         cell.set_closable();
     }
     let handled = shared.server.handle(&hs.mcp, inbound, &sink);
     let session = hs.mcp.clone();
-    legacy_respond(shared, Some((hs, busy)), cell, handled, &requests, &session).await
+    legacy_respond(
+        shared,
+        to,
+        Some((hs, busy)),
+        cell,
+        handled,
+        &requests,
+        &session,
+    )
+    .await
 }
 
 async fn initialize(
     shared: &Arc<Shared>,
+    accepts: Accepts,
     inbound: Inbound,
     id: Option<&RequestId>,
 ) -> Response<Body> {
@@ -349,7 +392,7 @@ async fn initialize(
         shared.shutdown.child_token(),
         shared.sessions.epoch,
     );
-    let (_cell, sink) = new_cell(shared, false);
+    let (_cell, sink) = new_cell(shared, accepts);
     let reply = match shared.server.handle(&hs.mcp, inbound, &sink) {
         Handled::Reply(reply) => reply,
         // `initialize` always answers at once; anything else is a bug worth a clear error.
@@ -366,11 +409,11 @@ async fn initialize(
     if reply.error_code().is_some() {
         shared.sessions.release();
         hs.close();
-        return json(StatusCode::OK, reply.into_line());
+        return reply_only(StatusCode::OK, reply.into_line(), accepts);
     }
     let sid = HeaderValue::from_str(&hs.id).expect("session ids are visible ASCII");
     shared.sessions.insert(hs);
-    let mut r = json(StatusCode::OK, reply.into_line());
+    let mut r = reply_only(StatusCode::OK, reply.into_line(), accepts);
     r.headers_mut().insert(SESSION_ID, sid);
     r
 }
@@ -381,6 +424,7 @@ async fn initialize(
 /// stream for `Last-Event-ID`.
 async fn legacy_respond(
     shared: &Arc<Shared>,
+    to: Peer,
     hs: Option<(Arc<HttpSession>, Busy)>,
     cell: Arc<Cell>,
     handled: Handled,
@@ -392,7 +436,7 @@ async fn legacy_respond(
         Handled::Nothing => cell.finish(None),
         Handled::Reply(reply) => {
             if cell.decided().is_none() {
-                return json(StatusCode::OK, reply.into_line());
+                return reply_only(StatusCode::OK, reply.into_line(), to.accepts);
             }
             cell.finish_reply(Some(reply));
         }
@@ -411,7 +455,7 @@ async fn legacy_respond(
         match cell.decided() {
             Some(true) => {
                 if let Some(line) = cell.take_only_reply() {
-                    return json(StatusCode::OK, line);
+                    return reply_only(StatusCode::OK, line, to.accepts);
                 }
                 break;
             }
@@ -419,14 +463,21 @@ async fn legacy_respond(
             None => notified.await,
         }
     }
-    let Some(slot) = shared.open_stream() else {
-        for id in requests {
-            session.cancel(id);
+    if !to.accepts.sse {
+        // Finished without a reply (cancelled): nothing to send.
+        return accepted();
+    }
+    let slot = match shared.open_stream(Budget::Reply, to.client) {
+        Ok(slot) => slot,
+        Err(full) => {
+            for id in requests {
+                session.cancel(id);
+            }
+            return stream_refused(requests.first(), full);
         }
-        return no_stream_slot(requests.first());
     };
     match hs {
-        None => stream_response(shared, cell, None, None, Some(slot), false),
+        None => stream_response(shared, to.client, cell, None, None, Some(slot), false),
         Some((hs, busy)) => {
             let n = hs.register_stream(&cell, shared.config.max_stored_streams);
             let priming = primes(&hs).then(|| priming_event(n, 0, None));
@@ -434,7 +485,7 @@ async fn legacy_respond(
                 drop(slot);
                 drop(busy);
             })));
-            stream_response(shared, cell, priming, None, Some(guard), true)
+            stream_response(shared, to.client, cell, priming, None, Some(guard), true)
         }
     }
 }

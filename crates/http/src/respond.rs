@@ -1,8 +1,9 @@
 //! Response builders: JSON bodies, JSON-RPC errors as whole responses, event streams, and
 //! the status a modern reply gets from its outcome.
 
-use crate::body::Body;
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use crate::body::{Body, write_event};
+use crate::budget::{Budget, Full};
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Response, StatusCode};
 use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, RequestId, code};
 use toolwright_protocol::ProtocolVersion;
@@ -99,13 +100,51 @@ pub(crate) fn shutting_down() -> Response<Body> {
     )
 }
 
-/// 503 when every event-stream slot is taken.
-pub(crate) fn no_stream_slot(id: Option<&RequestId>) -> Response<Body> {
-    rpc_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        id,
-        &ErrorObject::internal("too many open event streams; try again later"),
-    )
+/// Seconds a client refused a stream is told to wait before trying again.
+const STREAM_RETRY_SECS: HeaderValue = HeaderValue::from_static("5");
+
+/// A stream refused by its budget: 503 when the total is reached, 429 when this client's
+/// share is used up; both with `Retry-After`.
+pub(crate) fn stream_refused(id: Option<&RequestId>, full: Full) -> Response<Body> {
+    let what = |b: Budget| match b {
+        Budget::Reply => "event streams carrying replies",
+        Budget::Get => "GET streams",
+    };
+    let (status, message) = match full {
+        Full::All { budget, cap } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many open {} ({cap}, the server's limit); try again later",
+                what(budget)
+            ),
+        ),
+        Full::Client { budget, cap } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "this client already has {cap} open {} (the limit per client); close one or try again later",
+                what(budget)
+            ),
+        ),
+    };
+    let mut r = rpc_error(status, id, &ErrorObject::internal(message));
+    r.headers_mut().insert(RETRY_AFTER, STREAM_RETRY_SECS);
+    r
+}
+
+/// A whole event stream of one message (a reply that came first, to a client that accepts
+/// only `text/event-stream`). Complete at once, so it holds no stream slot.
+pub(crate) fn single_event(line: &[u8]) -> Response<Body> {
+    let mut out = Vec::with_capacity(line.len() + 8);
+    write_event(&mut out, None, line);
+    event_stream(Body::full(out))
+}
+
+/// 406: `Accept` allows none of the types the request could be answered with
+/// (`acceptable`, also listed in the error's data).
+pub(crate) fn not_acceptable(message: &str, acceptable: &[&str]) -> Response<Body> {
+    let e = ErrorObject::invalid_request(message)
+        .with_data(serde_json::json!({"acceptable": acceptable}));
+    rpc_error(StatusCode::NOT_ACCEPTABLE, None, &e)
 }
 
 #[cfg(test)]

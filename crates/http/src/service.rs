@@ -9,18 +9,19 @@
 //! `initialize` opened, unless the server is stateless.
 
 use crate::body::{Body, OnDrop};
+use crate::budget::{Budget, Budgets, Client, Full};
 use crate::config::HttpConfig;
 use crate::guard::{Guard, Refusal};
 use crate::respond::{JSON, refuse, respond};
 use crate::session::Sessions;
 use bytes::Bytes;
-use http::header::{ACCEPT, ALLOW, CONTENT_TYPE, ORIGIN, VARY, WWW_AUTHENTICATE};
+use http::header::{ALLOW, CONTENT_TYPE, ORIGIN, VARY, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -37,8 +38,8 @@ pub(crate) struct Shared {
     pub config: HttpConfig,
     pub guard: Guard,
     pub sessions: Sessions,
-    /// SSE streams open now.
-    pub sse_open: AtomicUsize,
+    /// Event streams open now, per budget and client.
+    pub budgets: Arc<Budgets>,
     /// Cancelled when the server begins to shut down.
     pub shutdown: CancellationToken,
     /// Legacy calls that keep running after their client went away.
@@ -65,7 +66,10 @@ impl Shared {
             server,
             guard,
             sessions: Sessions::new(),
-            sse_open: AtomicUsize::new(0),
+            budgets: Arc::new(Budgets::new(
+                (config.max_sse_streams, config.max_sse_streams_per_client),
+                (config.max_get_streams, config.max_get_streams_per_client),
+            )),
             shutdown: CancellationToken::new(),
             calls: TaskTracker::new(),
             metadata,
@@ -77,30 +81,27 @@ impl Shared {
         }
     }
 
-    /// Claims an SSE stream; the guard gives it back.
-    pub(crate) fn open_stream(self: &Arc<Self>) -> Option<OnDrop> {
-        let before = self.sse_open.fetch_add(1, Ordering::AcqRel);
-        if before >= self.config.max_sse_streams {
-            self.sse_open.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        let me = self.clone();
-        Some(OnDrop(Some(Box::new(move || {
-            me.sse_open.fetch_sub(1, Ordering::AcqRel);
-        }))))
+    /// Claims an event stream from `budget` for `client`; the guard gives it back. `Err` is
+    /// the response refusing the stream (503 or 429, with `Retry-After`).
+    pub(crate) fn open_stream(&self, budget: Budget, client: Client) -> Result<OnDrop, Full> {
+        self.budgets.claim(budget, client)
     }
 }
 
 // ---------------------------------------------------------------------------------------
 // Routing and checks
 
-/// Handles one request.
-pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
-    if let Err(r) = shared.guard.check_site(req.headers()) {
+/// Handles one request from `peer`.
+pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    peer: IpAddr,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    if let Err(r) = shared.guard.check_site(req.uri(), req.headers()) {
         return refusal(&shared, r);
     }
     let origin = req.headers().get(ORIGIN).cloned();
-    let mut resp = route(&shared, req).await;
+    let mut resp = route(&shared, Client::of(peer), req).await;
     if let Some(o) = origin {
         let h = resp.headers_mut();
         h.insert("access-control-allow-origin", o);
@@ -113,11 +114,29 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
 fn refusal(shared: &Shared, r: Refusal) -> Response<Body> {
     match r {
         Refusal::MissingHost => refuse(StatusCode::BAD_REQUEST, None, "a Host header is required"),
+        Refusal::DuplicateHost => refuse(
+            StatusCode::BAD_REQUEST,
+            None,
+            "more than one Host header (RFC 9112 §3.2 allows exactly one)",
+        ),
         Refusal::ForeignHost => refuse(
             StatusCode::FORBIDDEN,
             None,
             "Host not allowed (DNS rebinding protection)",
         ),
+        Refusal::ForeignTarget => refuse(
+            StatusCode::MISDIRECTED_REQUEST,
+            None,
+            "the request target names a host this server does not serve",
+        ),
+        Refusal::TargetNotHost => refuse(
+            StatusCode::BAD_REQUEST,
+            None,
+            "the request target's host and the Host header differ",
+        ),
+        Refusal::DuplicateOrigin => {
+            refuse(StatusCode::FORBIDDEN, None, "more than one Origin header")
+        }
         Refusal::ForeignOrigin => refuse(StatusCode::FORBIDDEN, None, "Origin not allowed"),
         Refusal::NoToken | Refusal::BadToken => {
             let mut resp = refuse(
@@ -149,7 +168,7 @@ fn preflight(headers: &HeaderMap) -> Response<Body> {
     r
 }
 
-async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+async fn route(shared: &Arc<Shared>, client: Client, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path();
     if path == shared.config.path {
         if req.method() == Method::OPTIONS {
@@ -159,8 +178,8 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             return refusal(shared, r);
         }
         return match *req.method() {
-            Method::POST => crate::post::post(shared, req).await,
-            Method::GET => crate::streams::get(shared, req.headers()),
+            Method::POST => crate::post::post(shared, client, req).await,
+            Method::GET => crate::streams::get(shared, client, req.headers()),
             Method::DELETE => crate::streams::delete(shared, req.headers()),
             _ => {
                 let mut r = refuse(
@@ -198,24 +217,6 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     )
 }
 
-/// True when an `Accept` header lists `what` (`type/subtype`), `type/*` or `*/*`.
-pub(crate) fn accepts(headers: &HeaderMap, what: &str) -> bool {
-    let kind = what.split_once('/').map_or(what, |(k, _)| k);
-    headers.get_all(ACCEPT).iter().any(|v| {
-        v.as_bytes().split(|&b| b == b',').any(|part| {
-            let t = part
-                .split(|&b| b == b';')
-                .next()
-                .unwrap_or_default()
-                .trim_ascii();
-            t.eq_ignore_ascii_case(what.as_bytes())
-                || t == b"*/*"
-                || t.strip_suffix(b"/*")
-                    .is_some_and(|k| k.eq_ignore_ascii_case(kind.as_bytes()))
-        })
-    })
-}
-
 pub(crate) enum BodyError {
     TooLarge,
     Timeout,
@@ -240,61 +241,5 @@ pub(crate) async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, 
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
         Err(_) => Err(BodyError::Broken),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn accept(value: &[u8]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(ACCEPT, HeaderValue::from_bytes(value).unwrap());
-        h
-    }
-
-    #[test]
-    fn accept_lists_are_matched_by_media_type() {
-        let h = accept(b"application/json, text/event-stream");
-        assert!(accepts(&h, "application/json"));
-        assert!(accepts(&h, "text/event-stream"));
-        assert!(!accepts(&h, "text/html"));
-        // Parameters, case and spacing do not matter; wildcards do.
-        let h = accept(b" Application/JSON ;q=0.9 ,text/*;q=0.1");
-        assert!(accepts(&h, "application/json"));
-        assert!(accepts(&h, "text/event-stream"));
-        assert!(!accepts(&h, "image/png"));
-        assert!(accepts(&accept(b"*/*"), "text/event-stream"));
-        assert!(!accepts(&accept(b"application/jsonx"), "application/json"));
-        assert!(!accepts(&accept(b"application/*x"), "application/json"));
-        assert!(!accepts(&HeaderMap::new(), "application/json"));
-        // Bytes that are not visible ASCII match nothing and break nothing.
-        assert!(!accepts(
-            &accept(b"application/\xc3\xa9"),
-            "application/json"
-        ));
-        // Several Accept headers count together.
-        let mut h = accept(b"text/event-stream");
-        h.append(ACCEPT, HeaderValue::from_static("application/json"));
-        assert!(accepts(&h, "application/json"));
-    }
-
-    #[test]
-    fn accept_lists() {
-        let check = |v: &str, what: &str, want: bool| {
-            let mut h = HeaderMap::new();
-            h.insert(ACCEPT, HeaderValue::from_str(v).unwrap());
-            assert_eq!(accepts(&h, what), want, "{v} {what}");
-        };
-        check(
-            "application/json, text/event-stream",
-            "text/event-stream",
-            true,
-        );
-        check("application/json;q=0.9", "application/json", true);
-        check("*/*", "text/event-stream", true);
-        check("text/*", "text/event-stream", true);
-        check("text/html", "text/event-stream", false);
-        assert!(!accepts(&HeaderMap::new(), "text/event-stream"));
     }
 }

@@ -7,6 +7,11 @@
 //! into an SSE stream reading the cell. A legacy session's standalone GET stream is a cell
 //! too (stream 0), fed by the session's outbound.
 //!
+//! A cell for a client that accepts only `application/json` is *JSON-only*: it keeps
+//! nothing but the reply (progress and log notifications are dropped, and requests to the
+//! client are refused at once, see [`Outbound::carries_requests`]), so the answer is always
+//! plain JSON.
+//!
 //! Messages are numbered from 1 in the order they were pushed. A cell that *retains* (legacy
 //! sessions, where clients may resume with `Last-Event-ID`) keeps delivered messages, up to
 //! its capacity, so that a reader that reconnects can be served again from any number still
@@ -58,6 +63,8 @@ struct State {
     /// A requested early close: the reader ends after message `.0`, telling the client
     /// to reconnect after `.1`.
     close: Option<(u64, Duration)>,
+    /// Only the reply is kept: the client accepts nothing but JSON.
+    json_only: bool,
 }
 
 /// One response stream's messages. Cheap to create (one allocation behind an `Arc`).
@@ -85,6 +92,7 @@ impl Cell {
                 ticket: 0,
                 closable: false,
                 close: None,
+                json_only: false,
             }),
             notify: Notify::new(),
             stream: AtomicU32::new(0),
@@ -101,6 +109,10 @@ impl Cell {
             let mut s = self.lock();
             if s.finished {
                 tracing::debug!("message after the end of its stream dropped");
+                return;
+            }
+            if s.json_only {
+                tracing::debug!("message dropped: the client accepts only a JSON reply");
                 return;
             }
             s.push(line);
@@ -239,6 +251,12 @@ impl Cell {
         self.lock().closable = true;
     }
 
+    /// Makes the cell JSON-only: nothing but the reply is kept, and requests to the client
+    /// are refused.
+    pub(crate) fn set_json_only(&self) {
+        self.lock().json_only = true;
+    }
+
     /// Makes the cell keep delivered messages (a legacy POST stream that turned into SSE).
     pub(crate) fn set_retain(&self, retain: bool) {
         self.lock().retain = retain;
@@ -267,10 +285,14 @@ impl Outbound for Cell {
         self.push(line);
     }
 
+    fn carries_requests(&self) -> bool {
+        !self.lock().json_only
+    }
+
     fn close_stream(&self, retry: Duration) -> bool {
         {
             let mut s = self.lock();
-            if !s.closable || s.finished {
+            if !s.closable || s.finished || s.json_only {
                 return false;
             }
             // Messages sent so far still go out on this stream; later ones wait.
@@ -399,6 +421,24 @@ mod tests {
         assert_eq!(take(&c, t2), vec![(2, msg(2)), (3, msg(3))]);
         assert_eq!(c.next(t2), Next::End);
         assert!(!c.close_stream(retry), "nothing to close once finished");
+    }
+
+    #[test]
+    fn json_only_keeps_only_the_reply() {
+        let c = Cell::new(8, false);
+        c.set_json_only();
+        c.set_closable();
+        assert!(!c.carries_requests());
+        c.push(msg(1));
+        assert!(
+            !c.close_stream(Duration::from_millis(1)),
+            "no stream to close"
+        );
+        assert_eq!(c.decided(), None, "a notification does not start a stream");
+        c.finish(Some(msg(2)));
+        assert_eq!(c.decided(), Some(true));
+        assert_eq!(c.take_only_reply(), Some(msg(2)));
+        assert!(Cell::new(8, false).carries_requests());
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Event streams: the SSE response of a POST, and a legacy session's GET stream (new or
 //! resumed after `Last-Event-ID`); DELETE, which ends a session.
 
+use crate::accept::{self, Kind};
 use crate::body::{Body, OnDrop, SseSource, parse_event_id, priming_event};
+use crate::budget::{Budget, Client};
 use crate::headers::{self, HeaderVersion, LAST_EVENT_ID, SESSION_ID};
 use crate::respond::{
-    event_stream, method_not_allowed, no_stream_slot, refuse, respond, shutting_down,
-    unsupported_version,
+    event_stream, method_not_allowed, not_acceptable, refuse, respond, shutting_down,
+    stream_refused, unsupported_version,
 };
-use crate::service::{Shared, accepts};
+use crate::service::Shared;
 use crate::session::HttpSession;
 use crate::stream::Cell;
 use bytes::Bytes;
@@ -24,19 +26,20 @@ pub(crate) fn primes(hs: &HttpSession) -> bool {
         .is_some_and(|n| n.version >= ProtocolVersion::V2025_11_25)
 }
 
-/// A response whose body streams `cell`. `slot` is the claim on the stream cap (taken here
-/// if absent); `ids` makes the events resumable.
+/// A response whose body streams `cell`. `slot` is the claim on the reply-stream budget
+/// (taken here for `client` if absent); `ids` makes the events resumable.
 pub(crate) fn stream_response(
     shared: &Arc<Shared>,
+    client: Client,
     cell: Arc<Cell>,
     first: Option<Bytes>,
     call: Option<ReplyFuture>,
     slot: Option<OnDrop>,
     ids: bool,
 ) -> Response<Body> {
-    let slot = match slot.or_else(|| shared.open_stream()) {
-        Some(s) => s,
-        None => return no_stream_slot(None),
+    let slot = match slot.map_or_else(|| shared.open_stream(Budget::Reply, client), Ok) {
+        Ok(s) => s,
+        Err(full) => return stream_refused(None, full),
     };
     let (ticket, _) = cell.attach(None);
     let src = SseSource {
@@ -92,17 +95,17 @@ fn session_of(
 }
 
 /// GET: the session's standalone stream, or the resumption of any of its streams after
-/// `Last-Event-ID`.
-pub(crate) fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+/// `Last-Event-ID`. The standalone stream draws on the GET budget, a resumed POST stream on
+/// the reply budget.
+pub(crate) fn get(shared: &Arc<Shared>, client: Client, headers: &HeaderMap) -> Response<Body> {
     let hs = match session_of(shared, headers, "GET") {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    if !accepts(headers, "text/event-stream") {
-        return refuse(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            "GET needs Accept: text/event-stream",
+    if !accept::allows(headers, Kind::EventStream) {
+        return not_acceptable(
+            "a GET is answered with text/event-stream, which this request's Accept does not allow",
+            &["text/event-stream"],
         );
     }
     if shared.shutdown.is_cancelled() {
@@ -134,15 +137,24 @@ pub(crate) fn get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
             "this session already has a GET stream open",
         );
     }
+    let budget = if standalone {
+        Budget::Get
+    } else {
+        Budget::Reply
+    };
+    let slot = match shared.open_stream(budget, client) {
+        Ok(slot) => slot,
+        Err(full) => {
+            if standalone && resume.is_none() {
+                // Set by the swap above: no GET stream is open after all.
+                hs.get_open.store(false, Ordering::Release);
+            }
+            return stream_refused(None, full);
+        }
+    };
     if standalone && resume.is_some() {
         hs.get_open.store(true, Ordering::Release);
     }
-    let Some(slot) = shared.open_stream() else {
-        if standalone {
-            hs.get_open.store(false, Ordering::Release);
-        }
-        return no_stream_slot(None);
-    };
     let (ticket, before) = cell.attach(after);
     let first = primes(&hs).then(|| priming_event(stream, before, None));
     let busy = hs.busy();

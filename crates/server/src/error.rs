@@ -106,6 +106,12 @@ pub enum ClientRequestError {
     /// The connection is gone.
     #[error("the connection to the client is closed")]
     Closed,
+    /// The channel this call's messages travel on cannot carry requests to the client (an
+    /// HTTP client that accepts only `application/json` replies).
+    #[error(
+        "requests to the client cannot be sent on this call's channel (an HTTP client must accept text/event-stream for them)"
+    )]
+    NoChannel,
     /// Modern era: the answer is not in this request yet; the call ends with an
     /// `input_required` result asking for it. Return this error (or any error) from the
     /// tool: the server replaces the outcome with the question.

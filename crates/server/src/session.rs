@@ -29,6 +29,15 @@ pub trait Outbound: Send + Sync + 'static {
     fn close_stream(&self, _retry: std::time::Duration) -> bool {
         false
     }
+
+    /// False when requests to the client cannot travel on this sink (an HTTP POST whose
+    /// client accepts only `application/json`, so its reply is the only message it can
+    /// get): a tool's request to the client then fails at once with
+    /// [`ClientRequestError::NoChannel`] instead of
+    /// waiting for an answer that cannot come. True by default.
+    fn carries_requests(&self) -> bool {
+        true
+    }
 }
 
 /// An [`Outbound`] that drops every message: for requests handled outside any connection.
@@ -209,6 +218,9 @@ impl Session {
         timeout: std::time::Duration,
         cancel: &CancellationToken,
     ) -> Result<Box<RawValue>, ClientRequestError> {
+        if !sink.carries_requests() {
+            return Err(ClientRequestError::NoChannel);
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, tx);

@@ -414,7 +414,7 @@ fn idle_sessions_expire() {
 
 #[test]
 fn session_and_stream_caps() {
-    let s = HttpServer::start(&["--max-sessions", "2", "--max-sse-streams", "1"]);
+    let s = HttpServer::start(&["--max-sessions", "2", "--max-get-streams", "1"]);
     let a = LegacySession::open(&s, LEGACY);
     let b = LegacySession::open(&s, LEGACY);
     let init = request(
@@ -429,7 +429,7 @@ fn session_and_stream_caps() {
     assert_eq!(get.status, 200);
     get.next().unwrap();
     let refused = b.get_stream(&s, None);
-    assert_eq!(refused.status, 503, "the only SSE slot is taken");
+    assert_eq!(refused.status, 503, "the only GET stream slot is taken");
     get.close();
     // Room again once a session ends.
     assert_eq!(s.send("DELETE", "/mcp", &a.headers(), b"").status, 204);

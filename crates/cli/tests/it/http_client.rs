@@ -74,6 +74,12 @@ impl HttpServer {
         Conn::open(self.addr)
     }
 
+    /// A connection from another loopback address (`127.0.0.2`, …): another client, as the
+    /// server's per-client budgets count them.
+    pub fn conn_from(&self, source: &str) -> Conn {
+        Conn::open_from(self.addr, source.parse().expect("an IP address"))
+    }
+
     /// One request on a fresh connection, with `Host` set to the server's address.
     pub fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
         let mut c = self.conn();
@@ -261,7 +267,21 @@ pub struct Conn {
 
 impl Conn {
     pub fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect");
+        Conn::with(addr, TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// A connection whose local address is `source` (port picked by the system).
+    pub fn open_from(addr: SocketAddr, source: std::net::IpAddr) -> Conn {
+        use socket2::{Domain, Socket, Type};
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None).unwrap();
+        socket
+            .bind(&SocketAddr::new(source, 0).into())
+            .unwrap_or_else(|e| panic!("bind {source}: {e}"));
+        socket.connect(&addr.into()).expect("connect");
+        Conn::with(addr, socket.into())
+    }
+
+    fn with(addr: SocketAddr, s: TcpStream) -> Conn {
         s.set_nodelay(true).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         Conn {

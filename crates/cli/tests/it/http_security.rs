@@ -245,3 +245,151 @@ fn sigterm_finishes_calls_in_flight() {
         "no longer listening"
     );
 }
+
+/// A POST of `tools/list` with exactly these headers (nothing added but Content-Length),
+/// written by hand so that duplicates and the request target go on the wire as given.
+fn raw_list(s: &HttpServer, target: &str, extra: &[(&str, &str)]) -> Resp {
+    let mut h = list_headers(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
+    h.extend_from_slice(extra);
+    let mut c = s.conn();
+    c.send("POST", target, &h, list().to_string().as_bytes());
+    c.response()
+}
+
+fn message(r: &Resp) -> String {
+    r.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn more_than_one_host_is_a_bad_request() {
+    let s = HttpServer::start(&[]);
+    let own = s.addr.to_string();
+    let own = own.as_str();
+    // RFC 9112 §3.2: 400 for more than one Host, whichever comes first.
+    for hosts in [
+        [own, "evil.example"],
+        ["evil.example", own],
+        [own, own],
+        ["localhost", own],
+    ] {
+        let r = raw_list(&s, "/mcp", &[("host", hosts[0]), ("host", hosts[1])]);
+        assert_eq!(r.status, 400, "{hosts:?}: {}", r.text());
+        assert!(message(&r).contains("more than one Host"), "{}", r.text());
+        check(true, "tools/list", &r.json());
+    }
+    // One Host is fine.
+    assert_eq!(raw_list(&s, "/mcp", &[("host", own)]).status, 200);
+}
+
+#[test]
+fn more_than_one_origin_is_forbidden() {
+    let s = HttpServer::start(&[]);
+    let own = format!("http://{}", s.addr);
+    let own = own.as_str();
+    for origins in [
+        &[own, "https://evil.example"][..],
+        &[own, own],
+        &["https://evil.example", own],
+    ] {
+        let h: Vec<(&str, &str)> = origins.iter().map(|o| ("origin", *o)).collect();
+        let r = raw_list(&s, "/mcp", &h);
+        assert_eq!(r.status, 403, "{origins:?}: {}", r.text());
+        assert!(message(&r).contains("more than one Origin"), "{}", r.text());
+        assert_eq!(r.header("access-control-allow-origin"), None);
+    }
+    // One header holding a list is not one origin either.
+    for list in [
+        format!("{own}, https://evil.example"),
+        format!("{own} https://evil.example"),
+        format!("{own},{own}"),
+    ] {
+        let r = raw_list(&s, "/mcp", &[("origin", &list)]);
+        assert_eq!(r.status, 403, "{list}: {}", r.text());
+    }
+    let r = raw_list(&s, "/mcp", &[("origin", own)]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("access-control-allow-origin"), Some(own));
+}
+
+#[test]
+fn absolute_form_targets_are_checked_like_host() {
+    let s = HttpServer::start(&[]);
+    let own = s.addr.to_string();
+    // A foreign authority in the request line, with a local Host: meant for another server.
+    let r = raw_list(&s, "http://evil.example/mcp", &[]);
+    assert_eq!(r.status, 421, "{}", r.text());
+    assert!(
+        message(&r).contains("names a host this server does not serve"),
+        "{}",
+        r.text()
+    );
+    check(true, "tools/list", &r.json());
+    let r = raw_list(&s, "http://evil.example:80/mcp", &[("host", &own)]);
+    assert_eq!(r.status, 421);
+    let r = raw_list(&s, "http://user@localhost/mcp", &[]);
+    assert_eq!(r.status, 421, "userinfo is not a host name");
+    // An allowed authority that is not the Host header: refused, whichever is "right".
+    let r = raw_list(&s, "http://localhost:1/mcp", &[("host", &own)]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(message(&r).contains("differ"), "{}", r.text());
+    // The same authority in both: served.
+    let r = raw_list(&s, &format!("http://{own}/mcp"), &[("host", &own)]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.checked(true, "tools/list");
+    // `--allowed-host '*'` lifts the name check, not the agreement with Host.
+    let any = HttpServer::start(&["--allowed-host", "*"]);
+    let r = raw_list(
+        &any,
+        "http://elsewhere.example/mcp",
+        &[("host", "elsewhere.example")],
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = raw_list(&any, "http://elsewhere.example/mcp", &[]);
+    assert_eq!(r.status, 400, "{}", r.text());
+}
+
+#[test]
+fn a_token_nobody_can_send_is_a_usage_error() {
+    for token in ["    ", " ", "\t \t", "", " s3cret", "s3cret "] {
+        let mut child = std::process::Command::new(crate::util::bin())
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--auth-token-env",
+                "TW_TEST_BLANK_TOKEN",
+            ])
+            .env("TW_TEST_BLANK_TOKEN", token)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{token:?}: the server started with a token no client can send");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(2), "{token:?}: {stderr}");
+        assert!(
+            stderr.contains("TW_TEST_BLANK_TOKEN"),
+            "{token:?}: {stderr}"
+        );
+        assert!(!stderr.contains("listening"), "{token:?}: {stderr}");
+    }
+}

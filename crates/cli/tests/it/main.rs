@@ -14,6 +14,7 @@ mod http_client;
 mod http_modern;
 mod http_node;
 mod http_security;
+mod http_strict;
 mod lint;
 mod mrtr;
 mod screenshot;
