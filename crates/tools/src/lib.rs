@@ -9,6 +9,7 @@
 //! them; [`register_all`] registers them on a server.
 
 pub mod arith;
+mod integers;
 pub mod screenshot;
 pub mod search_files;
 

@@ -19,6 +19,7 @@ mod lint;
 mod mrtr;
 mod screenshot;
 mod search_files;
+mod search_files_hardening;
 mod stdio_legacy;
 mod stdio_modern;
 mod stdio_robustness;

@@ -12,14 +12,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A temporary directory holding `root/` (the server's root) and `outside/` beside it.
-struct Tree {
+pub(crate) struct Tree {
     _tmp: tempfile::TempDir,
-    root: PathBuf,
-    outside: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) outside: PathBuf,
 }
 
 impl Tree {
-    fn new(files: &[&str]) -> Tree {
+    pub(crate) fn new(files: &[&str]) -> Tree {
         let tmp = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(tmp.path()).unwrap();
         let (root, outside) = (base.join("root"), base.join("outside"));
@@ -37,18 +37,18 @@ impl Tree {
         t
     }
 
-    fn touch(&self, rel: &str) {
+    pub(crate) fn touch(&self, rel: &str) {
         let p = self.root.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, rel).unwrap();
     }
 
-    fn server(&self) -> Server {
+    pub(crate) fn server(&self) -> Server {
         Server::start_in(&["--root", self.root.to_str().unwrap()], None)
     }
 }
 
-fn call(s: &mut Server, args: Value) -> Value {
+pub(crate) fn call(s: &mut Server, args: Value) -> Value {
     let r = s.modern(
         "tools/call",
         json!({"name": "search_files", "arguments": args}),
@@ -60,7 +60,7 @@ fn call(s: &mut Server, args: Value) -> Value {
     r["result"].clone()
 }
 
-fn ok(s: &mut Server, args: Value) -> Value {
+pub(crate) fn ok(s: &mut Server, args: Value) -> Value {
     let r = call(s, args);
     assert_ne!(r["isError"], json!(true), "{r}");
     let sc = r["structuredContent"].clone();
@@ -74,7 +74,7 @@ fn found(s: &mut Server, args: Value) -> Vec<String> {
     serde_json::from_value(ok(s, args)["matches"].clone()).unwrap()
 }
 
-fn refused(s: &mut Server, args: Value) -> String {
+pub(crate) fn refused(s: &mut Server, args: Value) -> String {
     let r = call(s, args);
     assert_eq!(r["isError"], json!(true), "{r}");
     r["content"][0]["text"].as_str().unwrap().to_owned()

@@ -191,9 +191,11 @@ fn request_from(args: &Value) -> Result<(String, Request), ToolError> {
         .as_str()
         .ok_or_else(|| ToolError::InvalidArguments("url must be a string".into()))?;
     let side = |k: &str, d: u32| {
-        args.get(k).and_then(Value::as_u64).map_or(d, |v| {
-            v.clamp(VIEWPORT_RANGE.0.into(), VIEWPORT_RANGE.1.into()) as u32
-        })
+        args.get(k)
+            .and_then(crate::integers::as_u64)
+            .map_or(d, |v| {
+                v.clamp(VIEWPORT_RANGE.0.into(), VIEWPORT_RANGE.1.into()) as u32
+            })
     };
     let format = match args.get("format").and_then(Value::as_str) {
         None => Format::Png,
@@ -215,7 +217,7 @@ fn request_from(args: &Value) -> Result<(String, Request), ToolError> {
         format,
         quality: args
             .get("quality")
-            .and_then(Value::as_u64)
+            .and_then(crate::integers::as_u64)
             .map_or(80, |q| q.clamp(1, 100) as u32),
     };
     Ok((url.to_owned(), request))
@@ -439,6 +441,12 @@ mod tests {
             (r.full_page, r.viewport, r.format, r.quality),
             (false, (1000, 800), Format::Jpeg, 50)
         );
+        // JSON Schema counts 1000.0 as an integer; so does the tool (it used the default).
+        let (_, r) = request_from(
+            &json!({"url": "u", "viewportWidth": 1000.0, "viewportHeight": 6e2, "quality": 50.0}),
+        )
+        .unwrap();
+        assert_eq!((r.viewport, r.quality), ((1000, 600), 50));
     }
 
     #[test]

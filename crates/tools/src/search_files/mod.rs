@@ -4,13 +4,19 @@
 //! - `pattern`: how a glob is read (name or path, depth, pruning).
 //! - `sandbox`: roots (the server's, narrowed by a legacy client's) and resolving
 //!   `directory` without revealing anything outside them.
-//! - `walk`: the parallel walk over `ignore`'s `WalkParallel`, with a bounded heap of
-//!   matches per worker.
+//! - `beneath`: opening directories beneath an open root and resolving links without
+//!   leaving the roots (`openat2`, `openat(O_NOFOLLOW)`, `readlinkat`).
+//! - `ignores`: `.gitignore`, `.ignore` and `.git/info/exclude`, read through descriptors.
+//! - `walk`: the parallel walk on descriptors, with a bounded heap of matches per worker.
+//! - `names`: how names that are not UTF-8 are reported (an escape that cannot collide).
 //!
 //! The walk runs on tokio's blocking pool; the async side only waits for it, and raises a
 //! stop flag the walker checks on every entry when the call is cancelled, times out, or
 //! its future is dropped.
 
+mod beneath;
+mod ignores;
+mod names;
 mod pattern;
 mod sandbox;
 mod walk;
@@ -42,12 +48,21 @@ true; entries excluded by .gitignore, .ignore and .git/info/exclude files are sk
 respect_gitignore is false; symbolic links are reported but not descended into unless \
 follow_symlinks is true. Only directories inside the server's roots can be searched (a relative \
 `directory` starts from the first root); links that lead outside the roots are neither followed \
-nor reported. Unreadable entries are skipped and counted, never fatal.\n\
+nor reported. Links are resolved one component at a time beneath the roots, and every directory is opened \
+relative to its already-open parent, so a directory swapped for a link during the search is \
+skipped (counted in errors), never read through the link. Unreadable entries are skipped and \
+counted, never fatal.\n\
 \n\
 Result: {directory, matches, truncated, matched, scanned, skipped}. `matches` are sorted (path \
 components compared bytewise, so the same call on the same tree always gives the same list), \
 directories end with '/', and at most max_results are returned: the first in that order. \
-`truncated` is true when more entries matched (`matched` says how many).";
+`truncated` is true when more entries matched (`matched` says how many).\n\
+\n\
+Names that are not UTF-8: paths are JSON text, so U+FFFD is an escape: each byte that is not \
+valid UTF-8 is written as U+FFFD and two lowercase hex digits (a file named bad\\xffname.txt is \
+reported as 'bad\u{FFFD}ffname.txt'), and a real U+FFFD in a name is written twice. No two names \
+share a reported form, and each decodes back to its exact bytes; `directory` is read the same \
+way.";
 
 fn input_schema() -> Value {
     json!({
@@ -55,7 +70,7 @@ fn input_schema() -> Value {
         "properties": {
             "directory": {
                 "type": "string",
-                "description": "Directory path to search in: absolute, or relative to the server's first root. It must be inside the server's roots."
+                "description": "Directory path to search in: absolute, or relative to the server's first root. It must be inside the server's roots. U+FFFD escapes as in results (U+FFFD + two hex digits is a byte, U+FFFD twice is U+FFFD)."
             },
             "pattern": {
                 "type": "string",
@@ -115,12 +130,12 @@ fn output_schema() -> Value {
         "properties": {
             "directory": {
                 "type": "string",
-                "description": "The directory searched, as a canonical absolute path; every match is relative to it"
+                "description": "The directory searched, as a canonical absolute path (escaped like `matches`); every match is relative to it"
             },
             "matches": {
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "Matching paths relative to `directory`, '/'-separated, sorted; directories end with '/'"
+                "description": "Matching paths relative to `directory`, '/'-separated, sorted; directories end with '/'. A byte that is not UTF-8 is written as U+FFFD and two lowercase hex digits, a real U+FFFD as two U+FFFD; every other character as it is"
             },
             "truncated": {
                 "type": "boolean",
@@ -135,7 +150,7 @@ fn output_schema() -> Value {
                     "permission_denied": count("Entries or directories that could not be read: permission denied"),
                     "outside_roots": count("Symbolic links leading outside the server's roots: neither reported nor followed"),
                     "symlinks_not_followed": count("Symbolic links to directories inside the roots that were not descended into (follow_symlinks is false)"),
-                    "errors": count("Other unreadable entries: broken links, link loops, entries that vanished during the search")
+                    "errors": count("Other unreadable entries: broken links, link loops, entries that vanished or were replaced (a directory swapped for a link) during the search")
                 },
                 "required": ["permission_denied", "outside_roots", "symlinks_not_followed", "errors"],
                 "additionalProperties": false
@@ -184,7 +199,10 @@ struct Args {
     pattern: String,
     #[serde(default = "default::recursive")]
     recursive: bool,
-    #[serde(default = "default::max_results")]
+    #[serde(
+        default = "default::max_results",
+        deserialize_with = "crate::integers::deserialize_usize"
+    )]
     max_results: usize,
     #[serde(default = "default::kind", rename = "type")]
     kind: Kind,
@@ -296,13 +314,8 @@ fn blocking(
 ) -> Result<CallToolResult, ToolError> {
     let dir = sandbox::resolve(&args.directory, &roots)?;
     let spec = walk::Spec {
-        ancestor_ignores: if args.respect_gitignore {
-            sandbox::ancestor_ignore_files(&dir, &roots)
-        } else {
-            Vec::new()
-        },
         dir,
-        roots: Arc::new(roots),
+        roots,
         pattern,
         kind: args.kind,
         max_results: args.max_results.max(1),
@@ -315,12 +328,14 @@ fn blocking(
         let msg = format!("scanned {scanned} entries, {matched} matches so far");
         ctx.progress(scanned as f64, None, Some(&msg));
     };
-    let Some(out) = walk::run(&spec, stop, &report) else {
-        return Err(ToolError::Cancelled);
+    let out = match walk::run(&spec, stop, &report) {
+        Ok(Some(out)) => out,
+        Ok(None) => return Err(ToolError::Cancelled),
+        Err(walk::StartError(e)) => return Err(sandbox::unreadable(&args.directory, e)),
     };
     let truncated = out.matched > out.matches.len() as u64;
     Ok(CallToolResult::structured(json!({
-        "directory": spec.dir.to_string_lossy(),
+        "directory": names::escape(spec.dir.as_os_str().as_encoded_bytes()),
         "matches": out.matches,
         "truncated": truncated,
         "matched": out.matched,

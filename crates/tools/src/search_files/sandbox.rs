@@ -1,7 +1,9 @@
 //! The sandbox: which directories may be searched, and how a requested `directory` is
 //! resolved against them without revealing anything about paths outside.
 
+use std::ffi::OsStr;
 use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use toolwright_server::ToolError;
 
@@ -80,7 +82,14 @@ pub(crate) fn resolve(given: &str, roots: &[PathBuf]) -> Result<PathBuf, ToolErr
                 .into(),
         ));
     };
-    let requested = Path::new(given);
+    let bytes = super::names::unescape(given).map_err(|e| {
+        ToolError::Failed(format!(
+            "directory {given:?} has an incomplete escape at byte {}: U+FFFD must be followed by \
+             a second U+FFFD (for U+FFFD itself) or two hex digits (for a byte that is not UTF-8)",
+            e.at
+        ))
+    })?;
+    let requested = Path::new(OsStr::from_bytes(&bytes));
     let joined = if requested.is_absolute() {
         requested.to_path_buf()
     } else {
@@ -128,40 +137,24 @@ pub(crate) fn resolve(given: &str, roots: &[PathBuf]) -> Result<PathBuf, ToolErr
              pattern that matches its name"
         )));
     }
-    if let Err(e) = std::fs::read_dir(&canonical) {
-        let why = if e.kind() == ErrorKind::PermissionDenied {
-            "permission denied".into()
-        } else {
-            e.to_string()
-        };
-        return Err(ToolError::Failed(format!(
-            "directory {given:?} cannot be read: {why}"
-        )));
-    }
     Ok(canonical)
 }
 
-/// The `.gitignore` and `.ignore` files of the directories between the root that holds
-/// `dir` and `dir` itself (exclusive), outermost first: their rules apply to the search as
-/// they would in the whole tree, while nothing above the root is ever read.
-pub(crate) fn ancestor_ignore_files(dir: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
-    let Some(root) = roots
-        .iter()
-        .filter(|r| dir.starts_with(r))
-        .max_by_key(|r| r.as_os_str().len())
-    else {
-        return Vec::new();
+/// The refusal for a resolved directory that could not be opened for the walk (opened
+/// beneath its root, through no link: `ELOOP`/`ENOTDIR` mean a component was replaced by
+/// a link since it was resolved).
+pub(crate) fn unreadable(given: &str, e: rustix::io::Errno) -> ToolError {
+    use rustix::io::Errno;
+    let why = match e {
+        Errno::ACCESS | Errno::PERM => "permission denied".to_owned(),
+        Errno::LOOP | Errno::NOTDIR | Errno::NOENT | Errno::XDEV => {
+            "it changed during the search (a component was removed or replaced by a link); \
+             try again"
+                .to_owned()
+        }
+        e => std::io::Error::from(e).to_string(),
     };
-    let mut dirs: Vec<&Path> = dir
-        .ancestors()
-        .skip(1)
-        .take_while(|a| a.starts_with(root))
-        .collect();
-    dirs.reverse();
-    dirs.iter()
-        .flat_map(|d| [d.join(".gitignore"), d.join(".ignore")])
-        .filter(|f| f.is_file())
-        .collect()
+    ToolError::Failed(format!("directory {given:?} cannot be read: {why}"))
 }
 
 #[cfg(test)]
@@ -278,19 +271,5 @@ mod tests {
         assert_eq!(file_uri_path("file://elsewhere/tmp"), None);
         assert_eq!(file_uri_path("http://x/y"), None);
         assert_eq!(file_uri_path("not a uri"), None);
-    }
-
-    #[test]
-    fn ignore_files_between_root_and_directory() {
-        let t = tree();
-        fs::write(t.root.join(".gitignore"), "*.log\n").unwrap();
-        fs::write(t.root.join("sub/.ignore"), "x\n").unwrap();
-        fs::create_dir(t.root.join("sub/deep")).unwrap();
-        let roots = vec![t.root.clone()];
-        assert_eq!(
-            ancestor_ignore_files(&t.root.join("sub/deep"), &roots),
-            vec![t.root.join(".gitignore"), t.root.join("sub/.ignore")]
-        );
-        assert!(ancestor_ignore_files(&t.root, &roots).is_empty());
     }
 }

@@ -299,3 +299,54 @@ fn the_schema_advertises_the_defaults_serde_applies() {
         assert_eq!(explicit, defaulted, "{name}: schema default {default}");
     }
 }
+
+#[test]
+fn link_loops_are_counted_not_walked_forever() {
+    let (_t, root) = tree();
+    std::os::unix::fs::symlink("..", root.join("src/x/up")).unwrap();
+    std::os::unix::fs::symlink("../src", root.join("docs/src")).unwrap();
+    let r = ok(
+        &root,
+        json!({"directory": ".", "pattern": "mod.rs", "recursive": true, "follow_symlinks": true}),
+    );
+    // Through docs/src once; src/x/up leads back to src, which is on the path: a loop.
+    assert_eq!(
+        r["matches"],
+        json!(["docs/src/x/mod.rs", "src/x/mod.rs"]),
+        "{r}"
+    );
+    assert!(r["skipped"]["errors"].as_u64().unwrap() >= 2, "{r}");
+}
+
+/// A FIFO under an ignore file's name would block an ordinary `open` until a writer came;
+/// the walk opens ignore files without blocking and passes over anything not a file.
+#[test]
+fn a_fifo_named_gitignore_does_not_stall_the_walk() {
+    let (_t, root) = tree();
+    for dir in ["", "docs"] {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join(dir).join(if dir.is_empty() {
+                ".ignore"
+            } else {
+                ".gitignore"
+            }),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r = root.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(matches(
+            &r,
+            json!({"directory": "docs", "pattern": "*.py", "recursive": true}),
+        ));
+    });
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the search finishes");
+    assert_eq!(got, ["a.py"]);
+}

@@ -1,21 +1,38 @@
-//! The parallel walk: each worker thread keeps the smallest `max_results` matches it saw in
-//! a bounded max-heap, and the heaps are merged when the walk ends, so memory is bounded by
-//! `max_results` (times the number of threads) however many entries match.
+//! The parallel walk, on descriptors: every directory is opened relative to its parent's
+//! open descriptor (`openat(O_DIRECTORY | O_NOFOLLOW)`, read with `getdents64`), the start
+//! directory beneath its root ([`open_beneath`]), and links only through
+//! [`Roots::resolve_link`]. A directory replaced by a link between being listed and being
+//! opened fails to open (and is counted in `errors`); it is never read through the link.
+//!
+//! Work sharing: each worker thread walks depth first from its own stack of directories and
+//! hands the older half of it to a shared queue whenever another worker waits there. Each
+//! worker keeps the smallest `max_results` matches it saw in a bounded max-heap; the heaps
+//! are merged when the walk ends, so memory is bounded by `max_results` (times the number
+//! of threads) however many entries match. Pending directories hold their parent's
+//! descriptor, not their own, so a wide directory costs no descriptor per subdirectory.
 
+use super::beneath::{DIR, Link, Roots, open_beneath};
+use super::ignores::{self, Found, Level};
+use super::names;
 use super::pattern::{Pattern, Target};
-use super::sandbox::inside;
-use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
-use parking_lot::Mutex;
+use ignore::gitignore::Gitignore;
+use parking_lot::{Condvar, Mutex};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, fstat, openat, statat};
+use rustix::io::Errno;
 use std::collections::BinaryHeap;
-use std::io::ErrorKind;
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Entries a worker counts before it adds them to the shared total.
 const FLUSH_EVERY: u64 = 256;
 /// Entries between two progress reports.
 pub(crate) const PROGRESS_EVERY: u64 = 4096;
+/// The `getdents64` buffer of each worker.
+const DIRENT_BUFFER: usize = 32 * 1024;
 
 /// Which kinds of entries may match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -44,7 +61,7 @@ pub(crate) struct Spec {
     /// The canonical directory to search.
     pub dir: PathBuf,
     /// The canonical roots nothing may leave.
-    pub roots: Arc<Vec<PathBuf>>,
+    pub roots: Vec<PathBuf>,
     /// The pattern.
     pub pattern: Arc<Pattern>,
     /// Which entries may match.
@@ -57,8 +74,6 @@ pub(crate) struct Spec {
     pub respect_gitignore: bool,
     /// Descend into symlinked directories inside the roots.
     pub follow_symlinks: bool,
-    /// Ignore files of the directories above `dir` (inside its root), outermost first.
-    pub ancestor_ignores: Vec<PathBuf>,
     /// Worker threads.
     pub threads: usize,
 }
@@ -72,7 +87,8 @@ pub(crate) struct Skipped {
     pub outside_roots: u64,
     /// Symbolic links to directories inside the roots, not descended into.
     pub symlinks_not_followed: u64,
-    /// Other unreadable entries: broken links, link loops, entries that vanished.
+    /// Other unreadable entries: broken links, link loops, entries that vanished or were
+    /// replaced during the walk.
     pub errors: u64,
 }
 
@@ -83,12 +99,20 @@ impl Skipped {
         self.symlinks_not_followed += o.symlinks_not_followed;
         self.errors += o.errors;
     }
+
+    fn failed(&mut self, e: Errno) {
+        match e {
+            Errno::ACCESS | Errno::PERM => self.permission_denied += 1,
+            _ => self.errors += 1,
+        }
+    }
 }
 
 /// What a finished walk found.
 #[derive(Debug)]
 pub(crate) struct Outcome {
-    /// The first `max_results` matches in order, `/`-separated, directories ending in `/`.
+    /// The first `max_results` matches in order, `/`-separated, directories ending in `/`,
+    /// names escaped as [`names`] says.
     pub matches: Vec<String>,
     /// Matches in all.
     pub matched: u64,
@@ -113,12 +137,7 @@ impl Hit {
             .iter()
             .map(|&b| if b == 0 { b'/' } else { b })
             .collect();
-        // Names that are not UTF-8 cannot travel in JSON as they are; they are shown with
-        // U+FFFD in place of the bytes that do not decode.
-        let mut s = match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        };
+        let mut s = names::escape(&bytes);
         if self.is_dir {
             s.push('/');
         }
@@ -126,11 +145,10 @@ impl Hit {
     }
 }
 
-/// Writes the sort key of `rel` into `buf`.
-fn key_of(rel: &Path, buf: &mut Vec<u8>) {
+/// Writes the sort key of the relative path `rel` into `buf`.
+fn key_of(rel: &[u8], buf: &mut Vec<u8>) {
     buf.clear();
-    let bytes = rel.as_os_str().as_encoded_bytes();
-    buf.extend(bytes.iter().map(|&b| if b == b'/' { 0 } else { b }));
+    buf.extend(rel.iter().map(|&b| if b == b'/' { 0 } else { b }));
 }
 
 /// A max-heap that keeps the `cap` smallest hits offered to it.
@@ -164,14 +182,151 @@ impl Bounded {
     }
 }
 
+/// The device and inode of each directory on the path from the start to one directory
+/// (kept only when links are followed, to detect loops).
+struct Chain {
+    id: (u64, u64),
+    parent: Option<Arc<Chain>>,
+}
+
+impl Chain {
+    fn contains(this: Option<&Arc<Chain>>, id: (u64, u64)) -> bool {
+        let mut cur = this;
+        while let Some(c) = cur {
+            if c.id == id {
+                return true;
+            }
+            cur = c.parent.as_ref();
+        }
+        false
+    }
+}
+
+/// How a pending directory is to be opened.
+enum Open {
+    /// Already open (the start directory), at `phys` below root `root`.
+    Fd {
+        fd: OwnedFd,
+        root: usize,
+        phys: PathBuf,
+    },
+    /// The subdirectory `name` of an open directory, not through a link.
+    Child {
+        parent: Arc<OwnedFd>,
+        name: CString,
+        root: usize,
+        phys: PathBuf,
+    },
+    /// The link `name` in an open directory, resolved again when it is opened (the walk
+    /// reads whatever the resolution opened, so what it judged is what it reads).
+    Link {
+        parent: Arc<OwnedFd>,
+        name: CString,
+        root: usize,
+        parent_phys: PathBuf,
+    },
+}
+
+/// A directory waiting to be read.
+struct Dir {
+    open: Open,
+    /// Its path below the searched directory, as reported (through links).
+    rel: Vec<u8>,
+    /// Its depth (the searched directory is 0).
+    depth: usize,
+    /// The ignore rules in force in it (from its ancestors).
+    rules: Option<Arc<Level>>,
+    /// Its ancestors (when following links).
+    chain: Option<Arc<Chain>>,
+}
+
+/// The shared queue: directories handed over by busy workers, and who waits for them.
+struct Queue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+    /// How many workers wait, readable without the lock.
+    waiting: AtomicUsize,
+    threads: usize,
+}
+
+struct QueueState {
+    dirs: Vec<Dir>,
+    waiting: usize,
+    done: bool,
+}
+
+impl Queue {
+    fn new(threads: usize, start: Dir) -> Queue {
+        Queue {
+            state: Mutex::new(QueueState {
+                dirs: vec![start],
+                waiting: 0,
+                done: false,
+            }),
+            ready: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            threads,
+        }
+    }
+
+    /// The next directory, waiting for one; `None` once every worker waits (the walk is
+    /// over) or the walk was stopped.
+    fn take(&self) -> Option<Dir> {
+        let mut s = self.state.lock();
+        loop {
+            if s.done {
+                return None;
+            }
+            if let Some(d) = s.dirs.pop() {
+                return Some(d);
+            }
+            s.waiting += 1;
+            if s.waiting == self.threads {
+                s.done = true;
+                self.ready.notify_all();
+                return None;
+            }
+            self.waiting.store(s.waiting, Ordering::Relaxed);
+            self.ready.wait(&mut s);
+            s.waiting -= 1;
+            self.waiting.store(s.waiting, Ordering::Relaxed);
+        }
+    }
+
+    fn hungry(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
+    }
+
+    fn give(&self, dirs: impl Iterator<Item = Dir>) {
+        let mut s = self.state.lock();
+        s.dirs.extend(dirs);
+        self.ready.notify_all();
+    }
+
+    fn stop(&self) {
+        self.state.lock().done = true;
+        self.ready.notify_all();
+    }
+}
+
 struct Shared<'a> {
     spec: &'a Spec,
+    roots: &'a Roots,
+    ancestors: &'a [Gitignore],
+    queue: &'a Queue,
     stop: &'a AtomicBool,
     progress: &'a (dyn Fn(u64, u64) + Sync),
     progress_lock: Mutex<()>,
     scanned: AtomicU64,
     matched: AtomicU64,
-    merged: Mutex<(Vec<Hit>, Skipped)>,
+}
+
+/// One entry of the directory being read: where its name is in the arena, its type.
+#[derive(Clone, Copy)]
+struct Entry {
+    start: usize,
+    len: usize,
+    ft: FileType,
 }
 
 struct Worker<'a> {
@@ -180,10 +335,62 @@ struct Worker<'a> {
     skipped: Skipped,
     scanned: u64,
     matched: u64,
+    /// Directories this worker will read next (depth first).
+    stack: Vec<Dir>,
+    dirents: Vec<u8>,
+    names: Vec<u8>,
+    entries: Vec<Entry>,
     key: Vec<u8>,
+    rel: Vec<u8>,
+    abs: Vec<u8>,
 }
 
-impl Worker<'_> {
+impl<'a> Worker<'a> {
+    fn new(shared: &'a Shared<'a>) -> Self {
+        Worker {
+            shared,
+            best: Bounded::new(shared.spec.max_results),
+            skipped: Skipped::default(),
+            scanned: 0,
+            matched: 0,
+            stack: Vec::new(),
+            dirents: Vec::with_capacity(DIRENT_BUFFER),
+            names: Vec::with_capacity(4096),
+            entries: Vec::with_capacity(256),
+            key: Vec::with_capacity(256),
+            rel: Vec::with_capacity(256),
+            abs: Vec::with_capacity(512),
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+    }
+
+    fn run(mut self) -> (Vec<Hit>, Skipped) {
+        let queue = self.shared.queue;
+        loop {
+            if self.stopped() {
+                queue.stop();
+                break;
+            }
+            let dir = match self.stack.pop() {
+                Some(d) => d,
+                None => match queue.take() {
+                    Some(d) => d,
+                    None => break,
+                },
+            };
+            self.visit(dir);
+            if self.stack.len() > 1 && queue.hungry() {
+                let half = self.stack.len() / 2;
+                queue.give(self.stack.drain(..half));
+            }
+        }
+        self.flush_counts();
+        (self.best.heap.into_vec(), self.skipped)
+    }
+
     fn flush_counts(&mut self) {
         let s = self.shared;
         let before = s.scanned.fetch_add(self.scanned, Ordering::Relaxed);
@@ -199,202 +406,338 @@ impl Worker<'_> {
         }
     }
 
-    fn error(&mut self, err: &ignore::Error) {
-        match err.io_error().map(std::io::Error::kind) {
-            Some(ErrorKind::PermissionDenied) => self.skipped.permission_denied += 1,
-            _ => self.skipped.errors += 1,
-        }
+    /// Opens a pending directory: the descriptor to read, its root and path below it.
+    fn open(
+        &mut self,
+        open: Open,
+        chain: Option<&Arc<Chain>>,
+    ) -> Option<(OwnedFd, usize, PathBuf)> {
+        let r = match open {
+            Open::Fd { fd, root, phys } => Ok((fd, root, phys)),
+            Open::Child {
+                parent,
+                name,
+                root,
+                phys,
+            } => openat(&*parent, &*name, DIR, Mode::empty()).map(|fd| (fd, root, phys)),
+            Open::Link {
+                parent,
+                name,
+                root,
+                parent_phys,
+            } => {
+                let name = OsStr::from_bytes(name.as_bytes());
+                match self
+                    .shared
+                    .roots
+                    .resolve_link(root, parent.as_fd(), &parent_phys, name)
+                {
+                    Link::Inside(t) if t.is_dir && !Chain::contains(chain, t.id) => {
+                        let reopen = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                        openat(&t.fd, ".", reopen, Mode::empty()).map(|fd| (fd, t.root, t.phys))
+                    }
+                    // Changed since it was listed: no longer a directory inside the roots.
+                    Link::Inside(_) | Link::Outside => Err(Errno::NOTDIR),
+                    Link::Broken(e) => Err(e),
+                }
+            }
+        };
+        r.map_err(|e| self.skipped.failed(e)).ok()
     }
 
-    fn entry(&mut self, dent: &DirEntry) {
+    fn visit(&mut self, dir: Dir) {
+        let Some((fd, root, phys)) = self.open(dir.open, dir.chain.as_ref()) else {
+            return;
+        };
         let spec = self.shared.spec;
-        let Some(ft) = dent.file_type() else { return };
-        let mut is_dir = ft.is_dir();
-        if ft.is_symlink() {
-            // Not followed (the filter already refused links that lead out): classify by
-            // the target so `type` and the trailing `/` describe what the link points to.
-            match std::fs::metadata(dent.path()) {
-                Ok(m) => is_dir = m.is_dir(),
-                Err(_) => {
-                    self.skipped.errors += 1;
+        let chain = if spec.follow_symlinks {
+            match fstat(&fd) {
+                Ok(st) => Some(Arc::new(Chain {
+                    id: (st.st_dev, st.st_ino),
+                    parent: dir.chain,
+                })),
+                Err(e) => {
+                    self.skipped.failed(e);
                     return;
                 }
             }
-            if is_dir {
-                self.skipped.symlinks_not_followed += 1;
-            }
-        }
-        if !spec.kind.accepts(is_dir) || (spec.pattern.dirs_only() && !is_dir) {
-            return;
-        }
-        // Name patterns look at the name alone; the relative path is worked out for matches.
-        if spec.pattern.target() == Target::Name && !spec.pattern.is_match_name(dent.file_name()) {
-            return;
-        }
-        let Ok(rel) = dent.path().strip_prefix(&spec.dir) else {
-            return;
+        } else {
+            None
         };
-        if spec.pattern.target() == Target::Path && !spec.pattern.is_match_path(rel) {
+        let found = self.list(&fd);
+        let rules = if spec.respect_gitignore {
+            self.abs_path(&dir.rel, b"");
+            let path = Path::new(OsStr::from_bytes(&self.abs));
+            ignores::level(fd.as_fd(), path, found, dir.rules.as_ref())
+        } else {
+            None
+        };
+        let check_rules = rules.is_some() || !self.shared.ancestors.is_empty();
+        let fd = Arc::new(fd);
+        let names = std::mem::take(&mut self.names);
+        let entries = std::mem::take(&mut self.entries);
+        let depth = dir.depth + 1;
+        for e in &entries {
+            if self.stopped() {
+                break;
+            }
+            let name = &names[e.start..e.start + e.len];
+            self.entry(
+                &dir.rel,
+                name,
+                e.ft,
+                depth,
+                &fd,
+                root,
+                &phys,
+                rules.as_ref(),
+                check_rules,
+                chain.as_ref(),
+            );
+        }
+        self.names = names;
+        self.entries = entries;
+    }
+
+    /// Reads the directory's entries into `names` and `entries`; notes its ignore files.
+    fn list(&mut self, fd: &OwnedFd) -> Found {
+        self.names.clear();
+        self.entries.clear();
+        let mut found = Found::default();
+        let mut rd = RawDir::new(fd, self.dirents.spare_capacity_mut());
+        while let Some(e) = rd.next() {
+            let e = match e {
+                Ok(e) => e,
+                Err(e) => {
+                    self.skipped.failed(e);
+                    break;
+                }
+            };
+            let name = e.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            found.note(name);
+            self.entries.push(Entry {
+                start: self.names.len(),
+                len: name.len(),
+                ft: e.file_type(),
+            });
+            self.names.extend_from_slice(name);
+        }
+        found
+    }
+
+    /// `abs` = the searched directory / `rel` / `name` (either may be empty).
+    fn abs_path(&mut self, rel: &[u8], name: &[u8]) {
+        self.abs.clear();
+        self.abs
+            .extend_from_slice(self.shared.spec.dir.as_os_str().as_bytes());
+        for part in [rel, name] {
+            if !part.is_empty() {
+                self.abs.push(b'/');
+                self.abs.extend_from_slice(part);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn entry(
+        &mut self,
+        dir_rel: &[u8],
+        name: &[u8],
+        mut ft: FileType,
+        depth: usize,
+        fd: &Arc<OwnedFd>,
+        root: usize,
+        phys: &Path,
+        rules: Option<&Arc<Level>>,
+        check_rules: bool,
+        chain: Option<&Arc<Chain>>,
+    ) {
+        let spec = self.shared.spec;
+        let os_name = OsStr::from_bytes(name);
+        // Hidden, and no rule could keep it: skipped before anything else is looked at.
+        if !spec.include_hidden && !check_rules && name.starts_with(b".") {
             return;
         }
-        self.matched += 1;
-        key_of(rel, &mut self.key);
-        self.best.offer(&self.key, is_dir);
-    }
-}
-
-impl ParallelVisitor for Worker<'_> {
-    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
-        if self.shared.stop.load(Ordering::Relaxed) {
-            return WalkState::Quit;
+        if ft == FileType::Unknown {
+            match statat(&**fd, os_name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => ft = FileType::from_raw_mode(st.st_mode),
+                Err(e) => return self.skipped.failed(e),
+            }
         }
-        match entry {
-            Err(e) => self.error(&e),
-            Ok(dent) if dent.depth() == 0 => {}
-            Ok(dent) => {
-                self.scanned += 1;
-                self.entry(&dent);
-                if self.scanned >= FLUSH_EVERY {
-                    self.flush_counts();
+        let link = (ft == FileType::Symlink).then(|| {
+            self.shared
+                .roots
+                .resolve_link(root, fd.as_fd(), phys, os_name)
+        });
+        let link_to_dir = matches!(&link, Some(Link::Inside(t)) if t.is_dir);
+        let enter_link = link_to_dir && spec.follow_symlinks;
+        // Hidden and ignored entries first: they are not counted anywhere.
+        let mut kept = false;
+        if check_rules {
+            self.abs_path(dir_rel, name);
+            let path = Path::new(OsStr::from_bytes(&self.abs));
+            let m = ignores::matched(
+                rules,
+                self.shared.ancestors,
+                path,
+                ft.is_dir() || enter_link,
+            );
+            if m.is_ignore() {
+                return;
+            }
+            kept = m.is_whitelist();
+        }
+        if !spec.include_hidden && !kept && name.starts_with(b".") {
+            return;
+        }
+        let is_dir = match &link {
+            None => ft.is_dir(),
+            Some(Link::Inside(t)) => t.is_dir,
+            Some(Link::Outside) => {
+                self.skipped.outside_roots += 1;
+                return;
+            }
+            Some(Link::Broken(e)) => return self.skipped.failed(*e),
+        };
+        if let (true, Some(Link::Inside(t))) = (enter_link, &link)
+            && Chain::contains(chain, t.id)
+        {
+            self.skipped.errors += 1;
+            return;
+        }
+        self.rel.clear();
+        self.rel.extend_from_slice(dir_rel);
+        if !dir_rel.is_empty() {
+            self.rel.push(b'/');
+        }
+        self.rel.extend_from_slice(name);
+        let rel = Path::new(OsStr::from_bytes(&self.rel));
+        let descend = ft.is_dir() || enter_link;
+        if descend && spec.pattern.prunes() && !spec.pattern.may_descend(depth, rel) {
+            return;
+        }
+        self.scanned += 1;
+        if link.is_some() && is_dir && !spec.follow_symlinks {
+            self.skipped.symlinks_not_followed += 1;
+        }
+        let pattern = &spec.pattern;
+        let matches = spec.kind.accepts(is_dir)
+            && (is_dir || !pattern.dirs_only())
+            && match pattern.target() {
+                Target::Name => pattern.is_match_name(os_name),
+                Target::Path => pattern.is_match_path(rel),
+            };
+        if matches {
+            self.matched += 1;
+            key_of(&self.rel, &mut self.key);
+            self.best.offer(&self.key, is_dir);
+        }
+        if descend && pattern.max_depth().is_none_or(|m| depth < m) {
+            let Ok(name) = CString::new(name) else {
+                return;
+            };
+            let open = if ft.is_dir() {
+                Open::Child {
+                    parent: fd.clone(),
+                    name,
+                    root,
+                    phys: phys.join(os_name),
                 }
-            }
+            } else {
+                Open::Link {
+                    parent: fd.clone(),
+                    name,
+                    root,
+                    parent_phys: phys.to_path_buf(),
+                }
+            };
+            self.stack.push(Dir {
+                open,
+                rel: self.rel.clone(),
+                depth,
+                rules: rules.cloned(),
+                chain: chain.cloned(),
+            });
         }
-        WalkState::Continue
-    }
-}
-
-impl Drop for Worker<'_> {
-    fn drop(&mut self) {
-        self.flush_counts();
-        let mut merged = self.shared.merged.lock();
-        merged
-            .0
-            .extend(std::mem::take(&mut self.best.heap).into_vec());
-        merged.1.add(&self.skipped);
-    }
-}
-
-struct Builder<'a> {
-    shared: &'a Shared<'a>,
-}
-
-impl<'s> ParallelVisitorBuilder<'s> for Builder<'s> {
-    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
-        Box::new(Worker {
-            shared: self.shared,
-            best: Bounded::new(self.shared.spec.max_results),
-            skipped: Skipped::default(),
-            scanned: 0,
-            matched: 0,
-            key: Vec::with_capacity(256),
-        })
-    }
-}
-
-/// Counters the entry filter fills (it runs before entries reach the workers).
-#[derive(Default)]
-struct FilterCounts {
-    outside_roots: AtomicU64,
-    permission_denied: AtomicU64,
-    errors: AtomicU64,
-}
-
-/// Decides, before an entry is queued (so before a directory is opened), whether the walk
-/// may touch it: links must resolve inside the roots; anchored patterns prune directories
-/// that cannot lead to a match.
-fn admit(
-    dent: &DirEntry,
-    dir: &Path,
-    roots: &[PathBuf],
-    pattern: &Pattern,
-    counts: &FilterCounts,
-) -> bool {
-    if dent.path_is_symlink() {
-        match std::fs::canonicalize(dent.path()) {
-            Ok(target) if inside(&target, roots) => {}
-            Ok(_) => {
-                counts.outside_roots.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
-            Err(e) => {
-                let c = if e.kind() == ErrorKind::PermissionDenied {
-                    &counts.permission_denied
-                } else {
-                    &counts.errors
-                };
-                c.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
+        if self.scanned >= FLUSH_EVERY {
+            self.flush_counts();
         }
     }
-    if pattern.prunes()
-        && dent.file_type().is_some_and(|t| t.is_dir())
-        && let Ok(rel) = dent.path().strip_prefix(dir)
-    {
-        return pattern.may_descend(dent.depth(), rel);
-    }
-    true
 }
 
-/// Runs the walk. Returns `None` when `stop` was raised before it finished. `progress` is
-/// called with (entries scanned, matches) every [`PROGRESS_EVERY`] entries or so.
+/// Why the walk could not start.
+#[derive(Debug)]
+pub(crate) struct StartError(pub Errno);
+
+/// Runs the walk. Returns `Ok(None)` when `stop` was raised before it finished.
+/// `progress` is called with (entries scanned, matches) every [`PROGRESS_EVERY`] entries
+/// or so.
 pub(crate) fn run(
     spec: &Spec,
     stop: &AtomicBool,
     progress: &(dyn Fn(u64, u64) + Sync),
-) -> Option<Outcome> {
-    let counts = Arc::new(FilterCounts::default());
-    let mut b = WalkBuilder::new(&spec.dir);
-    b.hidden(!spec.include_hidden)
-        .parents(false)
-        .ignore(spec.respect_gitignore)
-        .git_ignore(spec.respect_gitignore)
-        .git_exclude(spec.respect_gitignore)
-        .git_global(false)
-        .require_git(false)
-        .follow_links(spec.follow_symlinks)
-        .max_depth(spec.pattern.max_depth())
-        .threads(spec.threads);
-    if spec.respect_gitignore {
-        for f in &spec.ancestor_ignores {
-            // A file that does not parse in part still contributes its valid lines.
-            let _ = b.add_ignore(f);
-        }
-    }
-    {
-        let (dir, roots, pattern, counts) = (
-            spec.dir.clone(),
-            spec.roots.clone(),
-            spec.pattern.clone(),
-            counts.clone(),
-        );
-        b.filter_entry(move |dent| admit(dent, &dir, &roots, &pattern, &counts));
-    }
+) -> Result<Option<Outcome>, StartError> {
+    let roots = Roots::open(&spec.roots);
+    let (root, rel) = roots.locate(&spec.dir).ok_or(StartError(Errno::XDEV))?;
+    let root_fd = roots.opened(root).map_err(StartError)?;
+    let fd = open_beneath(root_fd, rel, DIR).map_err(StartError)?;
+    let ancestors = if spec.respect_gitignore {
+        ignores::ancestors(&roots, root, rel)
+    } else {
+        Vec::new()
+    };
+    let start = Dir {
+        open: Open::Fd {
+            fd,
+            root,
+            phys: rel.to_path_buf(),
+        },
+        rel: Vec::new(),
+        depth: 0,
+        rules: None,
+        chain: None,
+    };
+    let threads = spec.threads.max(1);
+    let queue = Queue::new(threads, start);
     let shared = Shared {
         spec,
+        roots: &roots,
+        ancestors: &ancestors,
+        queue: &queue,
         stop,
         progress,
         progress_lock: Mutex::new(()),
         scanned: AtomicU64::new(0),
         matched: AtomicU64::new(0),
-        merged: Mutex::new((Vec::new(), Skipped::default())),
     };
-    b.build_parallel().visit(&mut Builder { shared: &shared });
+    let results: Vec<(Vec<Hit>, Skipped)> = std::thread::scope(|s| {
+        let others: Vec<_> = (1..threads)
+            .map(|_| s.spawn(|| Worker::new(&shared).run()))
+            .collect();
+        let mut all = vec![Worker::new(&shared).run()];
+        all.extend(others.into_iter().filter_map(|h| h.join().ok()));
+        all
+    });
     if stop.load(Ordering::Relaxed) {
-        return None;
+        return Ok(None);
     }
-    let (mut hits, mut skipped) = shared.merged.into_inner();
-    skipped.outside_roots += counts.outside_roots.load(Ordering::Relaxed);
-    skipped.permission_denied += counts.permission_denied.load(Ordering::Relaxed);
-    skipped.errors += counts.errors.load(Ordering::Relaxed);
+    let mut hits = Vec::new();
+    let mut skipped = Skipped::default();
+    for (h, s) in results {
+        hits.extend(h);
+        skipped.add(&s);
+    }
     hits.sort_unstable();
     hits.truncate(spec.max_results);
-    Some(Outcome {
+    Ok(Some(Outcome {
         matches: hits.iter().map(Hit::display).collect(),
         matched: shared.matched.into_inner(),
         scanned: shared.scanned.into_inner(),
         skipped,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -405,7 +748,7 @@ mod tests {
     fn keys_order_by_component() {
         let k = |s: &str| {
             let mut b = Vec::new();
-            key_of(Path::new(s), &mut b);
+            key_of(s.as_bytes(), &mut b);
             b
         };
         assert!(k("a/b") < k("a.b"));
@@ -426,25 +769,19 @@ mod tests {
     }
 
     #[test]
-    fn display_restores_separators() {
-        let mut b = Vec::new();
-        key_of(Path::new("x/y/z"), &mut b);
-        assert_eq!(
-            Hit {
-                key: b.clone().into(),
-                is_dir: false
-            }
-            .display(),
-            "x/y/z"
-        );
-        assert_eq!(
+    fn display_restores_separators_and_escapes_names() {
+        let hit = |s: &[u8], is_dir| {
+            let mut b = Vec::new();
+            key_of(s, &mut b);
             Hit {
                 key: b.into(),
-                is_dir: true
+                is_dir,
             }
-            .display(),
-            "x/y/z/"
-        );
+            .display()
+        };
+        assert_eq!(hit(b"x/y/z", false), "x/y/z");
+        assert_eq!(hit(b"x/y/z", true), "x/y/z/");
+        assert_eq!(hit(b"d\xff/f", false), "d\u{FFFD}ff/f");
     }
 
     #[test]
