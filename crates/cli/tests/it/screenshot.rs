@@ -1026,6 +1026,39 @@ fn browser_directories_are_removed_on_sigterm() {
     assert_eq!(names(tmp.path()), Vec::<String>::new(), "left in TMPDIR");
 }
 
+/// Over stdio too: SIGTERM drains the server (see stdio_robustness), which then closes its
+/// browsers and removes their directories before exiting 0.
+#[test]
+fn browser_directories_are_removed_on_sigterm_over_stdio() {
+    let Some(_one) = browser_test("browser_directories_are_removed_on_sigterm_over_stdio") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let pages = Pages::start();
+    let mut server = Server::start_with_env(&[], None, &[("TMPDIR", tmp.path())]);
+    let r = server.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    server.notify("notifications/initialized", json!({}));
+    let mut s = Shooter(server);
+    let first = s.shoot(json!({"url": pages.url("/bands"), "fullPage": false}));
+    decode(&first);
+    assert!(!names(tmp.path()).is_empty());
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = s
+        .wait_exit(Duration::from_secs(15))
+        .expect("the server exits");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    wait_until_gone(pid(&first));
+    assert_eq!(names(tmp.path()), Vec::<String>::new(), "left in TMPDIR");
+}
+
 #[test]
 fn the_browsers_own_connections_go_to_the_refusing_proxy() {
     let Some(_one) = browser_test("the_browsers_own_connections_go_to_the_refusing_proxy") else {
