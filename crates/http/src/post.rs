@@ -60,11 +60,12 @@ pub(crate) async fn post(
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > shared.config.max_body_bytes as u64) {
-        return too_large(shared);
+        let id = crate::service::id_of_oversized(shared, body).await;
+        return too_large(shared, id.as_ref());
     }
     let bytes = match read_body(shared, body).await {
         Ok(b) => b,
-        Err(BodyError::TooLarge) => return too_large(shared),
+        Err(BodyError::TooLarge(id)) => return too_large(shared, id.as_ref()),
         Err(BodyError::Timeout) => {
             return refuse(
                 StatusCode::REQUEST_TIMEOUT,
@@ -123,10 +124,10 @@ pub(crate) async fn post(
     }
 }
 
-fn too_large(shared: &Shared) -> Response<Body> {
+fn too_large(shared: &Shared, id: Option<&RequestId>) -> Response<Body> {
     refuse(
         StatusCode::PAYLOAD_TOO_LARGE,
-        None,
+        id,
         format!(
             "the request body is larger than {} bytes",
             shared.config.max_body_bytes

@@ -17,7 +17,7 @@ use crate::session::Sessions;
 use bytes::Bytes;
 use http::header::{ALLOW, CONTENT_TYPE, ORIGIN, VARY, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use std::future::Future;
 use std::net::IpAddr;
@@ -218,28 +218,76 @@ async fn route(shared: &Arc<Shared>, client: Client, req: Request<Incoming>) -> 
 }
 
 pub(crate) enum BodyError {
-    TooLarge,
+    /// Over the limit; the id of the request when the part read shows one.
+    TooLarge(Option<toolwright_jsonrpc::RequestId>),
     Timeout,
     Broken,
 }
 
-pub(crate) async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, BodyError> {
-    let limited = Limited::new(body, shared.config.max_body_bytes);
-    let mut collect = std::pin::pin!(limited.collect());
-    // A small body usually came with the headers: taken at once, no timer is armed.
-    let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
-    let collected = match first {
-        Poll::Ready(r) => r,
-        Poll::Pending => {
-            match tokio::time::timeout(shared.config.body_read_timeout, collect).await {
-                Ok(r) => r,
-                Err(_) => return Err(BodyError::Timeout),
+/// How much of a body declared too large is read to find the request's id.
+const ID_PREFIX_BYTES: usize = 64 * 1024;
+
+/// Reads a body of at most `limit` bytes. Over it, the bytes read so far (never more than
+/// `limit`) are kept, so that the refusal can name the request's id if they show one.
+async fn collect_up_to(body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
+    let mut body = std::pin::pin!(body);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut first: Option<Bytes> = None;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| BodyError::Broken)?.into_data() else {
+            continue;
+        };
+        let held = first.as_ref().map_or(0, Bytes::len) + buf.len();
+        if held + data.len() > limit {
+            if let Some(f) = first.take() {
+                buf.splice(0..0, f);
+            }
+            buf.extend_from_slice(&data[..limit - held]);
+            return Err(BodyError::TooLarge(toolwright_jsonrpc::readable_id(&buf)));
+        }
+        // Most bodies are one frame: kept as it came, without a copy.
+        match first {
+            None if buf.is_empty() => first = Some(data),
+            _ => {
+                if let Some(f) = first.take() {
+                    buf.extend_from_slice(&f);
+                }
+                buf.extend_from_slice(&data);
             }
         }
-    };
-    match collected {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
-        Err(_) => Err(BodyError::Broken),
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(buf)))
+}
+
+pub(crate) async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, BodyError> {
+    read_within(shared, collect_up_to(body, shared.config.max_body_bytes)).await
+}
+
+/// The id of a request whose body is declared larger than the limit, from its first bytes.
+pub(crate) async fn id_of_oversized(
+    shared: &Shared,
+    body: Incoming,
+) -> Option<toolwright_jsonrpc::RequestId> {
+    match read_within(shared, collect_up_to(body, ID_PREFIX_BYTES)).await {
+        Err(BodyError::TooLarge(id)) => id,
+        Ok(all) => toolwright_jsonrpc::readable_id(&all),
+        Err(_) => None,
+    }
+}
+
+/// Runs a body read: a small body usually came with the headers and is taken at once, with
+/// no timer armed; otherwise it must arrive within the body read timeout.
+async fn read_within(
+    shared: &Shared,
+    read: impl Future<Output = Result<Bytes, BodyError>>,
+) -> Result<Bytes, BodyError> {
+    let mut read = std::pin::pin!(read);
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    match first {
+        Poll::Ready(r) => r,
+        Poll::Pending => match tokio::time::timeout(shared.config.body_read_timeout, read).await {
+            Ok(r) => r,
+            Err(_) => Err(BodyError::Timeout),
+        },
     }
 }

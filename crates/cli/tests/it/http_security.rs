@@ -165,6 +165,7 @@ fn limits() {
     let r = s.post(&list_headers(&[]), &big);
     assert_eq!(r.status, 413, "body over the limit");
     check(true, "tools/list", &r.json());
+    assert_eq!(r.json()["id"], big["id"], "the refusal names the request");
     let names: Vec<String> = (0..150).map(|i| format!("x-extra-{i}")).collect();
     let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "1")).collect();
     let r = s.post(&list_headers(&many), &list());
@@ -189,6 +190,44 @@ fn limits() {
     assert_eq!(r.status, 405);
     // Still serving.
     assert_eq!(s.post(&list_headers(&[]), &list()).status, 200);
+}
+
+/// A chunked body that grows past the limit: the refusal still goes back to the id its first
+/// bytes carry.
+#[test]
+fn an_oversized_chunked_body_is_refused_with_its_id() {
+    use std::io::{Read, Write};
+    let s = HttpServer::start(&["--max-body-bytes", "2000"]);
+    let mut conn = std::net::TcpStream::connect(s.addr).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: tools/list\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        s.addr
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    let start = br#"{"jsonrpc":"2.0","id":"chunky","method":"tools/list","params":{"pad":""#;
+    conn.write_all(format!("{:x}\r\n", start.len()).as_bytes())
+        .unwrap();
+    conn.write_all(start).unwrap();
+    conn.write_all(b"\r\n").unwrap();
+    for _ in 0..4 {
+        let pad = [b'x'; 1000];
+        conn.write_all(format!("{:x}\r\n", pad.len()).as_bytes())
+            .unwrap();
+        conn.write_all(&pad).unwrap();
+        conn.write_all(b"\r\n").unwrap();
+    }
+    let _ = conn.write_all(b"0\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+    let v: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(v["id"], "chunky", "{v}");
 }
 
 #[test]
