@@ -88,17 +88,34 @@ fn stdio_files() -> io::Result<(Input, std::fs::File)> {
 /// end, calls in flight have the grace period to answer, and the process exits 0. A second
 /// signal ends the process at once, with status 1.
 ///
-/// The handlers only write a byte to a socket pair (signal-hook's self-pipe); each read
-/// first waits, with `poll`, for stdin or that socket.
+/// The handlers only write a byte to a socket pair (signal-hook's self-pipe). Each read
+/// first waits in `epoll` for stdin or that socket: registered once, so a wait costs one
+/// syscall and no wait-queue setup (`poll` measured 9% of a pipelined run's CPU in its
+/// set-up and tear-down). A stdin that `epoll` refuses (a regular file, `/dev/null`) never
+/// blocks, so it is read directly.
 struct Input {
     file: std::fs::File,
     #[cfg(target_os = "linux")]
-    wake: std::os::unix::net::UnixStream,
+    waiter: Option<Waiter>,
 }
+
+#[cfg(target_os = "linux")]
+struct Waiter {
+    epoll: std::os::fd::OwnedFd,
+    /// Kept open: the signal handlers write to its peer.
+    _wake: std::os::unix::net::UnixStream,
+    events: Vec<rustix::event::epoll::Event>,
+}
+
+#[cfg(target_os = "linux")]
+const STDIN: u64 = 0;
+#[cfg(target_os = "linux")]
+const SIGNAL: u64 = 1;
 
 impl Input {
     #[cfg(target_os = "linux")]
     fn new(file: std::fs::File) -> io::Result<Input> {
+        use rustix::event::epoll;
         let (wake, notify) = std::os::unix::net::UnixStream::pair()?;
         notify.set_nonblocking(true)?;
         let again = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -108,7 +125,29 @@ impl Input {
             signal_hook::flag::register(signal, again.clone())?;
             signal_hook::low_level::pipe::register(signal, notify.try_clone()?)?;
         }
-        Ok(Input { file, wake })
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(
+            &epoll,
+            &wake,
+            epoll::EventData::new_u64(SIGNAL),
+            epoll::EventFlags::IN,
+        )?;
+        let waiter = match epoll::add(
+            &epoll,
+            &file,
+            epoll::EventData::new_u64(STDIN),
+            epoll::EventFlags::IN,
+        ) {
+            Ok(()) => Some(Waiter {
+                epoll,
+                _wake: wake,
+                events: Vec::with_capacity(2),
+            }),
+            // Files and /dev/null are always ready (and reach their end without a signal).
+            Err(rustix::io::Errno::PERM) => None,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Input { file, waiter })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -120,23 +159,32 @@ impl Input {
 impl Read for Input {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         #[cfg(target_os = "linux")]
-        loop {
-            use rustix::event::{PollFd, PollFlags, poll};
-            let mut fds = [
-                PollFd::new(&self.file, PollFlags::IN),
-                PollFd::new(&self.wake, PollFlags::IN),
-            ];
-            match poll(&mut fds, None) {
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-            if !fds[1].revents().is_empty() {
-                tracing::info!("signal received: answering the calls in flight, then exiting");
-                return Ok(0);
-            }
-            if !fds[0].revents().is_empty() {
-                break;
+        if let Some(w) = &mut self.waiter {
+            use rustix::event::epoll;
+            'wait: loop {
+                w.events.clear();
+                match epoll::wait(
+                    &w.epoll,
+                    rustix::buffer::spare_capacity(&mut w.events),
+                    None,
+                ) {
+                    Ok(_) => {}
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+                let mut readable = false;
+                for event in &w.events {
+                    if event.data.u64() == SIGNAL {
+                        tracing::info!(
+                            "signal received: answering the calls in flight, then exiting"
+                        );
+                        return Ok(0);
+                    }
+                    readable = true;
+                }
+                if readable {
+                    break 'wait;
+                }
             }
         }
         self.file.read(buf)

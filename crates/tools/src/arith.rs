@@ -212,6 +212,17 @@ fn arith_call(
     ctx: &ToolContext,
     settings: Settings,
 ) -> Result<CallToolResult, ToolError> {
+    // Integers the value holds exactly need neither the text nor big arithmetic.
+    let small = |key: &str| args.get(key).and_then(Value::as_i64);
+    if let (Some(x), Some(y)) = (small("a"), small("b")) {
+        let exact = match op {
+            Op::Add => x.checked_add(y),
+            Op::Multiply => x.checked_mul(y),
+        };
+        if let Some(n) = exact {
+            return Ok(plain(n));
+        }
+    }
     let (a, b) = operand_texts(args, ctx)?;
     if let (Some(x), Some(y)) = (small_integer(&a), small_integer(&b)) {
         let small = match op {
