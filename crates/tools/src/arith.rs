@@ -212,9 +212,17 @@ fn arith_call(
     ctx: &ToolContext,
     settings: Settings,
 ) -> Result<CallToolResult, ToolError> {
-    // Integers the value holds exactly need neither the text nor big arithmetic.
-    let small = |key: &str| args.get(key).and_then(Value::as_i64);
-    if let (Some(x), Some(y)) = (small("a"), small("b")) {
+    // Integers the value holds exactly need neither the text nor big arithmetic. One pass
+    // over the two members costs less than two hashed lookups.
+    let (mut x, mut y) = (None, None);
+    for (key, value) in args.as_object().into_iter().flatten() {
+        match key.as_str() {
+            "a" => x = value.as_i64(),
+            "b" => y = value.as_i64(),
+            _ => {}
+        }
+    }
+    if let (Some(x), Some(y)) = (x, y) {
         let exact = match op {
             Op::Add => x.checked_add(y),
             Op::Multiply => x.checked_mul(y),
