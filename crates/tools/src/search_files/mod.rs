@@ -7,7 +7,8 @@
 //! - `beneath`: opening directories beneath an open root and resolving links without
 //!   leaving the roots (`openat2`, `openat(O_NOFOLLOW)`, `readlinkat`).
 //! - `ignores`: `.gitignore`, `.ignore` and `.git/info/exclude`, read through descriptors.
-//! - `walk`: the parallel walk on descriptors, with a bounded heap of matches per worker.
+//! - `walk`: the parallel walk on descriptors; `queue`: how its threads share work;
+//!   `hits`: each worker's bounded heap of matches and the order results are reported in.
 //! - `names`: how names that are not UTF-8 are reported (an escape that cannot collide).
 //!
 //! The walk runs on tokio's blocking pool; the async side only waits for it, and raises a
@@ -15,9 +16,11 @@
 //! its future is dropped.
 
 mod beneath;
+mod hits;
 mod ignores;
 mod names;
 mod pattern;
+mod queue;
 mod sandbox;
 mod walk;
 

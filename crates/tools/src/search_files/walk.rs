@@ -12,20 +12,20 @@
 //! descriptor, not their own, so a wide directory costs no descriptor per subdirectory.
 
 use super::beneath::{DIR, Link, Roots, open_beneath};
+use super::hits::{Bounded, Hit, key_of};
 use super::ignores::{self, Found, Level};
-use super::names;
 use super::pattern::{Pattern, Target};
+use super::queue::Queue;
 use ignore::gitignore::Gitignore;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, fstat, openat, statat};
 use rustix::io::Errno;
-use std::collections::BinaryHeap;
 use std::ffi::{CString, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Entries a worker counts before it adds them to the shared total.
 const FLUSH_EVERY: u64 = 256;
@@ -122,66 +122,6 @@ pub(crate) struct Outcome {
     pub skipped: Skipped,
 }
 
-/// One match. Ordered by `key`: the relative path with every `/` replaced by a NUL byte,
-/// which orders paths component by component (`a/b` before `a.b`), bytewise within one.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Hit {
-    key: Box<[u8]>,
-    is_dir: bool,
-}
-
-impl Hit {
-    fn display(&self) -> String {
-        let bytes: Vec<u8> = self
-            .key
-            .iter()
-            .map(|&b| if b == 0 { b'/' } else { b })
-            .collect();
-        let mut s = names::escape(&bytes);
-        if self.is_dir {
-            s.push('/');
-        }
-        s
-    }
-}
-
-/// Writes the sort key of the relative path `rel` into `buf`.
-fn key_of(rel: &[u8], buf: &mut Vec<u8>) {
-    buf.clear();
-    buf.extend(rel.iter().map(|&b| if b == b'/' { 0 } else { b }));
-}
-
-/// A max-heap that keeps the `cap` smallest hits offered to it.
-struct Bounded {
-    heap: BinaryHeap<Hit>,
-    cap: usize,
-}
-
-impl Bounded {
-    fn new(cap: usize) -> Self {
-        Bounded {
-            heap: BinaryHeap::with_capacity(cap.min(1024) + 1),
-            cap,
-        }
-    }
-
-    /// Offers the hit whose key is in `key`; allocates only when it is kept.
-    fn offer(&mut self, key: &[u8], is_dir: bool) {
-        if self.heap.len() >= self.cap {
-            match self.heap.peek() {
-                Some(top) if key < &*top.key => {
-                    self.heap.pop();
-                }
-                _ => return,
-            }
-        }
-        self.heap.push(Hit {
-            key: key.into(),
-            is_dir,
-        });
-    }
-}
-
 /// The device and inode of each directory on the path from the start to one directory
 /// (kept only when links are followed, to detect loops).
 struct Chain {
@@ -240,80 +180,11 @@ struct Dir {
     chain: Option<Arc<Chain>>,
 }
 
-/// The shared queue: directories handed over by busy workers, and who waits for them.
-struct Queue {
-    state: Mutex<QueueState>,
-    ready: Condvar,
-    /// How many workers wait, readable without the lock.
-    waiting: AtomicUsize,
-    threads: usize,
-}
-
-struct QueueState {
-    dirs: Vec<Dir>,
-    waiting: usize,
-    done: bool,
-}
-
-impl Queue {
-    fn new(threads: usize, start: Dir) -> Queue {
-        Queue {
-            state: Mutex::new(QueueState {
-                dirs: vec![start],
-                waiting: 0,
-                done: false,
-            }),
-            ready: Condvar::new(),
-            waiting: AtomicUsize::new(0),
-            threads,
-        }
-    }
-
-    /// The next directory, waiting for one; `None` once every worker waits (the walk is
-    /// over) or the walk was stopped.
-    fn take(&self) -> Option<Dir> {
-        let mut s = self.state.lock();
-        loop {
-            if s.done {
-                return None;
-            }
-            if let Some(d) = s.dirs.pop() {
-                return Some(d);
-            }
-            s.waiting += 1;
-            if s.waiting == self.threads {
-                s.done = true;
-                self.ready.notify_all();
-                return None;
-            }
-            self.waiting.store(s.waiting, Ordering::Relaxed);
-            self.ready.wait(&mut s);
-            s.waiting -= 1;
-            self.waiting.store(s.waiting, Ordering::Relaxed);
-        }
-    }
-
-    fn hungry(&self) -> bool {
-        self.waiting.load(Ordering::Relaxed) > 0
-    }
-
-    fn give(&self, dirs: impl Iterator<Item = Dir>) {
-        let mut s = self.state.lock();
-        s.dirs.extend(dirs);
-        self.ready.notify_all();
-    }
-
-    fn stop(&self) {
-        self.state.lock().done = true;
-        self.ready.notify_all();
-    }
-}
-
 struct Shared<'a> {
     spec: &'a Spec,
     roots: &'a Roots,
     ancestors: &'a [Gitignore],
-    queue: &'a Queue,
+    queue: &'a Queue<Dir>,
     stop: &'a AtomicBool,
     progress: &'a (dyn Fn(u64, u64) + Sync),
     progress_lock: Mutex<()>,
@@ -743,46 +614,6 @@ pub(crate) fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_order_by_component() {
-        let k = |s: &str| {
-            let mut b = Vec::new();
-            key_of(s.as_bytes(), &mut b);
-            b
-        };
-        assert!(k("a/b") < k("a.b"));
-        assert!(k("a") < k("a/b"));
-        assert!(k("a/z") < k("a0"));
-        assert!(k("B") < k("a"));
-    }
-
-    #[test]
-    fn the_heap_keeps_the_smallest() {
-        let mut h = Bounded::new(3);
-        for s in ["e", "b", "d", "a", "f", "c"] {
-            h.offer(s.as_bytes(), false);
-        }
-        let mut got: Vec<String> = h.heap.into_vec().iter().map(Hit::display).collect();
-        got.sort();
-        assert_eq!(got, ["a", "b", "c"]);
-    }
-
-    #[test]
-    fn display_restores_separators_and_escapes_names() {
-        let hit = |s: &[u8], is_dir| {
-            let mut b = Vec::new();
-            key_of(s, &mut b);
-            Hit {
-                key: b.into(),
-                is_dir,
-            }
-            .display()
-        };
-        assert_eq!(hit(b"x/y/z", false), "x/y/z");
-        assert_eq!(hit(b"x/y/z", true), "x/y/z/");
-        assert_eq!(hit(b"d\xff/f", false), "d\u{FFFD}ff/f");
-    }
 
     #[test]
     fn kinds() {
