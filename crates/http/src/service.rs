@@ -231,32 +231,27 @@ const ID_PREFIX_BYTES: usize = 64 * 1024;
 /// `limit`) are kept, so that the refusal can name the request's id if they show one.
 async fn collect_up_to(body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
     let mut body = std::pin::pin!(body);
-    let mut buf: Vec<u8> = Vec::new();
-    let mut first: Option<Bytes> = None;
+    // Most bodies are one frame, which is then kept as it came, without a copy.
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut held = 0;
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame.map_err(|_| BodyError::Broken)?.into_data() else {
             continue;
         };
-        let held = first.as_ref().map_or(0, Bytes::len) + buf.len();
         if held + data.len() > limit {
-            if let Some(f) = first.take() {
-                buf.splice(0..0, f);
-            }
-            buf.extend_from_slice(&data[..limit - held]);
-            return Err(BodyError::TooLarge(toolwright_jsonrpc::readable_id(&buf)));
+            let mut prefix = chunks.concat();
+            prefix.extend_from_slice(&data[..limit - held]);
+            return Err(BodyError::TooLarge(toolwright_jsonrpc::readable_id(
+                &prefix,
+            )));
         }
-        // Most bodies are one frame: kept as it came, without a copy.
-        match first {
-            None if buf.is_empty() => first = Some(data),
-            _ => {
-                if let Some(f) = first.take() {
-                    buf.extend_from_slice(&f);
-                }
-                buf.extend_from_slice(&data);
-            }
-        }
+        held += data.len();
+        chunks.push(data);
     }
-    Ok(first.unwrap_or_else(|| Bytes::from(buf)))
+    Ok(match chunks.len() {
+        1 => chunks.pop().expect("one chunk"),
+        _ => Bytes::from(chunks.concat()),
+    })
 }
 
 pub(crate) async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, BodyError> {

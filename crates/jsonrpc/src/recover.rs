@@ -56,14 +56,16 @@ fn is_id_key(raw: &[u8]) -> bool {
     if raw == b"id" {
         return true;
     }
-    if !raw.contains(&b'\\') || raw.len() > 32 {
-        return false;
-    }
+    raw.contains(&b'\\') && raw.len() <= 32 && unescape(raw).is_some_and(|k| k == "id")
+}
+
+/// The string whose raw (still escaped) text between the quotes is `raw`.
+fn unescape(raw: &[u8]) -> Option<String> {
     let mut quoted = Vec::with_capacity(raw.len() + 2);
     quoted.push(b'"');
     quoted.extend_from_slice(raw);
     quoted.push(b'"');
-    serde_json::from_slice::<String>(&quoted).is_ok_and(|k| k == "id")
+    serde_json::from_slice(&quoted).ok()
 }
 
 struct Scanner<'a> {
@@ -153,14 +155,7 @@ impl<'a> Scanner<'a> {
     /// The `id` value, if it is a usable id followed by a delimiter.
     fn id_value(&mut self) -> Option<RequestId> {
         if self.peek() == Some(b'"') {
-            let raw = self.string()?;
-            let mut quoted = Vec::with_capacity(raw.len() + 2);
-            quoted.push(b'"');
-            quoted.extend_from_slice(raw);
-            quoted.push(b'"');
-            return serde_json::from_slice::<String>(&quoted)
-                .ok()
-                .map(RequestId::String);
+            return unescape(self.string()?).map(RequestId::String);
         }
         let start = self.at;
         while matches!(

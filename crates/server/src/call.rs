@@ -389,7 +389,7 @@ impl Server {
             {
                 // The JSON as the tool wrote it when it kept numbers exact, else serialized.
                 let text = match result.structured_text.take() {
-                    Some(t) => String::from(t.get()),
+                    Some(t) => Box::<str>::from(t.0).into_string(),
                     None => serde_json::to_string(sc).expect("a JSON value serializes"),
                 };
                 if era.version().has_structured_content() {

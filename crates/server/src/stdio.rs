@@ -161,30 +161,22 @@ impl Read for Input {
         #[cfg(target_os = "linux")]
         if let Some(w) = &mut self.waiter {
             use rustix::event::epoll;
-            'wait: loop {
+            // With no timeout, a wait that returns has at least one event.
+            loop {
                 w.events.clear();
                 match epoll::wait(
                     &w.epoll,
                     rustix::buffer::spare_capacity(&mut w.events),
                     None,
                 ) {
-                    Ok(_) => {}
+                    Ok(_) => break,
                     Err(rustix::io::Errno::INTR) => continue,
                     Err(e) => return Err(e.into()),
                 }
-                let mut readable = false;
-                for event in &w.events {
-                    if event.data.u64() == SIGNAL {
-                        tracing::info!(
-                            "signal received: answering the calls in flight, then exiting"
-                        );
-                        return Ok(0);
-                    }
-                    readable = true;
-                }
-                if readable {
-                    break 'wait;
-                }
+            }
+            if w.events.iter().any(|e| e.data.u64() == SIGNAL) {
+                tracing::info!("signal received: answering the calls in flight, then exiting");
+                return Ok(0);
             }
         }
         self.file.read(buf)

@@ -78,14 +78,6 @@ fn operand_texts(args: &Value, ctx: &ToolContext) -> Result<(String, String), To
     Ok((number("a")?, number("b")?))
 }
 
-/// A small integer written plainly, for the common case that needs no big arithmetic.
-fn small_integer(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    (digits.len() <= 18 && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| text.parse().ok())
-        .flatten()
-}
-
 /// An operand as a decimal, within the digit limit.
 fn decimal(name: &str, text: &str, settings: Settings) -> Result<BigDecimal, ToolError> {
     let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
@@ -232,15 +224,6 @@ fn arith_call(
         }
     }
     let (a, b) = operand_texts(args, ctx)?;
-    if let (Some(x), Some(y)) = (small_integer(&a), small_integer(&b)) {
-        let small = match op {
-            Op::Add => x.checked_add(y),
-            Op::Multiply => x.checked_mul(y),
-        };
-        if let Some(n) = small {
-            return Ok(plain(n));
-        }
-    }
     let (a, b) = (decimal("a", &a, settings)?, decimal("b", &b, settings)?);
     check_size(op, &a, &b, settings)?;
     let result = match op {

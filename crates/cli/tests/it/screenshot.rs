@@ -954,14 +954,8 @@ fn browser_directories_are_removed_when_stdin_closes_and_after_a_crash() {
         .join(format!("toolwright-chromium-{}-abc", std::process::id()));
     std::fs::create_dir(&live).unwrap();
     let pages = Pages::start();
-    let mut server = Server::start_with_env(&[], None, &[("TMPDIR", tmp.path())]);
-    let r = server.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
-    server.notify("notifications/initialized", json!({}));
-    let mut s = Shooter(server);
+    let server = Server::start_with_env(&[], None, &[("TMPDIR", tmp.path())]);
+    let mut s = Shooter(server.handshake("2025-11-25"));
     let args = json!({"url": pages.url("/bands"), "fullPage": false});
     let first = s.shoot(args.clone());
     decode(&first);
@@ -1035,14 +1029,8 @@ fn browser_directories_are_removed_on_sigterm_over_stdio() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let pages = Pages::start();
-    let mut server = Server::start_with_env(&[], None, &[("TMPDIR", tmp.path())]);
-    let r = server.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
-    server.notify("notifications/initialized", json!({}));
-    let mut s = Shooter(server);
+    let server = Server::start_with_env(&[], None, &[("TMPDIR", tmp.path())]);
+    let mut s = Shooter(server.handshake("2025-11-25"));
     let first = s.shoot(json!({"url": pages.url("/bands"), "fullPage": false}));
     decode(&first);
     assert!(!names(tmp.path()).is_empty());

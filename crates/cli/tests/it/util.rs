@@ -214,14 +214,19 @@ impl Server {
 
     /// Starts a server and performs the legacy handshake at `version`.
     pub fn legacy(version: &str, args: &[&str]) -> Server {
-        let mut s = Server::start(args);
+        Server::start(args).handshake(version)
+    }
+
+    /// Performs the legacy handshake at `version` on a server just started.
+    pub fn handshake(mut self, version: &str) -> Server {
+        let s = &mut self;
         let r = s.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
         );
         assert_eq!(r["result"]["protocolVersion"], version, "{r}");
         s.notify("notifications/initialized", json!({}));
-        s
+        self
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
