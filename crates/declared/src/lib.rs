@@ -1,0 +1,58 @@
+//! Tools declared in a file: a person writes the MCP `Tool` fields plus an action (a
+//! program's argv, or one HTTP request) and how its output is shaped, and toolwright serves
+//! them like its own tools, over both protocol eras and both transports, with arguments
+//! validated against `inputSchema` before anything runs and results checked against
+//! `outputSchema` before they are sent.
+//!
+//! Safe by construction: an argument becomes one argv element or one encoded URL part,
+//! header or JSON value, never text in a shell line; a program runs with a cleared
+//! environment, in a directory beneath the server's roots, in its own process group that a
+//! timeout kills whole; an HTTP request connects only to addresses the policy admits.
+//!
+//! Layout:
+//! - [`model`]: the file's shape, as serde reads it.
+//! - [`template`]: placeholders (`{arg}`, `{arg:dash}`, `{arg...}`, `${VAR}`).
+//! - [`input`]: what actions need of `inputSchema`.
+//! - [`command`], [`http`]: the two actions.
+//! - [`shape`]: text, JSON, regex and jq output shaping.
+//! - [`tool`]: a declared tool as a server [`toolwright_server::Tool`].
+//! - [`error`]: load, compile and call errors.
+
+pub mod command;
+pub mod error;
+pub mod http;
+pub mod input;
+pub mod model;
+pub mod shape;
+pub mod template;
+pub mod tool;
+
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+pub use error::{LoadError, Problem, RunError};
+pub use tool::DeclaredTool;
+
+/// What an action may use while it runs.
+#[derive(Debug)]
+pub struct RunContext<'a> {
+    /// The server's roots (canonical directories); a command's working directory must be
+    /// inside one, and the first is the default.
+    pub roots: &'a [PathBuf],
+    /// How long the action may take in all.
+    pub timeout: Duration,
+    /// Cancelled when the client cancels the call or the server gives up on it.
+    pub cancel: &'a CancellationToken,
+}
+
+/// What an action produced: the bytes to shape, and facts for the result's `_meta` (exit
+/// status, HTTP status).
+#[derive(Debug, Default)]
+pub struct Output {
+    /// stdout, or the response body.
+    pub bytes: Vec<u8>,
+    /// Facts about the run.
+    pub meta: Map<String, Value>,
+}
