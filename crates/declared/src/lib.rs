@@ -13,6 +13,7 @@
 //! - [`model`]: the file's shape, as serde reads it.
 //! - [`template`]: placeholders (`{arg}`, `{arg:dash}`, `{arg...}`, `${VAR}`).
 //! - [`input`]: what actions need of `inputSchema`.
+//! - [`paths`]: `{name:path}` arguments resolved beneath the roots.
 //! - [`command`], [`http`]: the two actions.
 //! - [`shape`]: text, JSON, regex and jq output shaping.
 //! - [`tool`]: a declared tool as a server [`toolwright_server::Tool`].
@@ -28,6 +29,7 @@ pub mod input;
 pub mod load;
 mod locate;
 pub mod model;
+pub mod paths;
 pub mod shape;
 pub mod template;
 pub mod tool;
