@@ -289,6 +289,17 @@ impl HttpAction {
             } else {
                 self.max_response.min(BODY_HEAD as u64)
             };
+            let declared = resp
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            if ok && declared.is_some_and(|n| n > limit) {
+                // Refused before reading any of it.
+                return Err(RunError::TooLarge {
+                    stream: Stream::Body,
+                    limit,
+                });
+            }
             let bytes = read_capped(resp.into_body(), limit, ok).await?;
             if !ok {
                 let head = &bytes[..bytes.len().min(BODY_HEAD)];
