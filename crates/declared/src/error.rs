@@ -231,6 +231,15 @@ pub enum RunError {
     /// value or a secret).
     #[error("{0}")]
     Http(String),
+    /// A request header could not be sent as filled in (the message names the header and
+    /// where its text came from, never the value).
+    #[error("header {header}: {reason}")]
+    Header {
+        /// The header's name.
+        header: String,
+        /// Why.
+        reason: String,
+    },
     /// The HTTP response had a status not counted as success.
     #[error("HTTP {status}{}", tail_text(.body_head))]
     Status {
