@@ -216,7 +216,7 @@ pub enum RunError {
         program: String,
         /// "exited with status 2", "was killed by signal 9".
         status: String,
-        /// The end of stderr.
+        /// The end of stderr (of stdout when stderr was empty).
         stderr_tail: String,
     },
     /// An output stream passed its byte cap.

@@ -186,7 +186,12 @@ pub(super) fn server_env(var: &str) -> Option<String> {
 }
 
 /// The argv after the program for a call with `args`.
-pub(super) fn build(elems: &[Elem], args: &Map<String, Value>) -> Result<Vec<String>, RunError> {
+/// `{name:path}` values are resolved beneath `roots`.
+pub(super) fn build(
+    elems: &[Elem],
+    args: &Map<String, Value>,
+    roots: &[std::path::PathBuf],
+) -> Result<Vec<String>, RunError> {
     let mut out = Vec::new();
     for e in elems {
         let keep = match e {
@@ -198,7 +203,7 @@ pub(super) fn build(elems: &[Elem], args: &Map<String, Value>) -> Result<Vec<Str
         };
         if keep {
             for t in e.templates() {
-                push(t, args, &mut out)?;
+                push(t, args, roots, &mut out)?;
             }
         }
     }
@@ -206,7 +211,12 @@ pub(super) fn build(elems: &[Elem], args: &Map<String, Value>) -> Result<Vec<Str
 }
 
 /// Fills one template in: one element, or one per item for `{x...}`.
-fn push(t: &Template, args: &Map<String, Value>, out: &mut Vec<String>) -> Result<(), RunError> {
+fn push(
+    t: &Template,
+    args: &Map<String, Value>,
+    roots: &[std::path::PathBuf],
+    out: &mut Vec<String>,
+) -> Result<(), RunError> {
     let missing = || {
         let name = t
             .args()
@@ -217,7 +227,7 @@ fn push(t: &Template, args: &Map<String, Value>, out: &mut Vec<String>) -> Resul
     };
     let Some(a) = t.spread() else {
         let s = t
-            .render(args, &server_env, &verbatim)?
+            .render_in(args, &server_env, &verbatim, roots)?
             .ok_or_else(missing)?;
         out.push(s);
         return Ok(());
@@ -246,6 +256,16 @@ fn push(t: &Template, args: &Map<String, Value>, out: &mut Vec<String>) -> Resul
                 .into());
             }
             v => scalar_text(&a.name, v)?,
+        };
+        let text = if a.path {
+            let resolved =
+                crate::paths::resolve(&text, roots).map_err(|reason| RenderError::Refused {
+                    name: a.name.clone(),
+                    reason,
+                })?;
+            std::borrow::Cow::Owned(resolved)
+        } else {
+            text
         };
         if text.starts_with('-') && !a.dash {
             return Err(RenderError::LeadingDash {
@@ -323,7 +343,7 @@ mod tests {
     /// text, which must start as `want`.
     fn builds(argv: Value, args: Value, want: &str) {
         let (_, elems) = compiled(&argv).unwrap();
-        let got = match build(&elems, args.as_object().unwrap()) {
+        let got = match build(&elems, args.as_object().unwrap(), &[]) {
             Ok(v) => v.join("|"),
             Err(e) => format!("error: {e}"),
         };

@@ -24,11 +24,11 @@ pub(super) async fn run(
     ctx: &RunContext<'_>,
 ) -> Result<Output, RunError> {
     // Everything that can be refused is refused before anything starts.
-    let argv = argv::build(&action.argv, args)?;
+    let argv = argv::build(&action.argv, args, ctx.roots)?;
     let env = action.env.build(args)?;
     let stdin = match &action.stdin {
         Some(t) => Some(
-            t.render(args, &argv::server_env, &argv::verbatim)?
+            t.render_in(args, &argv::server_env, &argv::verbatim, ctx.roots)?
                 .unwrap_or_default()
                 .into_bytes(),
         ),
@@ -87,10 +87,16 @@ pub(super) async fn run(
                 meta,
             })
         }
+        // Some programs (GNU units among them) say what went wrong on stdout: with nothing
+        // on stderr, the end of stdout explains the failure instead.
         _ => Err(RunError::Exit {
             program: action.program.clone(),
             status: describe(status),
-            stderr_tail: tail_text(&stderr),
+            stderr_tail: if stderr.iter().all(u8::is_ascii_whitespace) {
+                tail_text(&stdout)
+            } else {
+                tail_text(&stderr)
+            },
         }),
     }
 }
