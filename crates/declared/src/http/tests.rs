@@ -139,7 +139,9 @@ fn schema() -> InputInfo {
         "properties": {
             "id": {"type": "string"}, "q": {"type": "string"}, "note": {"type": "string"},
             "text": {"type": "string"}, "n": {"type": "integer"}, "tags": {"type": "array"}
-        }
+        },
+        // Placeholders in a URL must name required arguments (checked at load).
+        "required": ["id", "q", "n"]
     }))
 }
 

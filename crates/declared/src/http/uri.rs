@@ -86,6 +86,13 @@ impl UrlTemplate {
             }
             params.push((encode::component(name), v));
         }
+        // The URL cannot leave a piece out: what it names, every call must carry.
+        if let Some(a) = t.args().find(|a| !input.required.contains(&a.name)) {
+            return Err(at(&format!(
+                "`{0}` is not required, so a call can leave it out of the URL; add {0} to required, or pass it in `query:` (left out when absent)",
+                a.name
+            )));
+        }
         Ok(UrlTemplate {
             origin,
             path,
@@ -364,7 +371,7 @@ mod tests {
                 "id": {"type": "string"}, "q": {"type": "string"},
                 "n": {"type": "integer"}, "tags": {"type": "array"}
             },
-            "required": ["id"]
+            "required": ["id", "q"]
         }))
     }
 
@@ -464,6 +471,7 @@ mod tests {
             ("http://h/{tags...}", "argv"),
             ("http://h/a/../b", "`..`"),
             ("http://h/{id", "not closed"),
+            ("http://h/x/{n}", "`n` is not required, so a call can leave it out of the URL"),
         ];
         for (url, want) in cases {
             let e = compile(url).unwrap_err();
