@@ -33,6 +33,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{LoadError, Problem, RunError};
+pub use shape::jq_child_main;
 pub use tool::DeclaredTool;
 
 /// What an action may use while it runs.
