@@ -11,6 +11,15 @@ mod lint_cmd;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The jq runner of declared tools' output shaping: this binary re-executed with a hidden
+    // first argument, before any argument parsing (it never shows in --help).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == toolwright_declared::shape::CHILD_ARG)
+    {
+        return toolwright_declared::jq_child_main();
+    }
+    toolwright_declared::shape::use_child_runner();
     let args = match args::parse() {
         Ok(a) => a,
         Err(e) => {

@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::{LoadError, Problem, RunError};
 pub use load::{Document, Format, load_files};
+pub use shape::jq_child_main;
 pub use tool::DeclaredTool;
 
 /// What an action may use while it runs.

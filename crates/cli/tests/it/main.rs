@@ -9,6 +9,7 @@ mod cli;
 mod client;
 mod conformance;
 mod declared;
+mod declared_shape;
 mod help_and_errors;
 mod http;
 mod http_client;
