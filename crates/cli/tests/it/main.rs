@@ -9,6 +9,8 @@ mod cli;
 mod client;
 mod conformance;
 mod declared;
+mod declared_examples;
+mod declared_safety;
 mod declared_shape;
 mod help_and_errors;
 mod http;
