@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
+use toolwright_declared::{Document, Format as FileFormat};
 use toolwright_lint::{Options, Report, Rule, Severity};
 
 use crate::client_cmd::{TargetArgs, connect, runtime};
@@ -20,7 +21,9 @@ use crate::client_cmd::{TargetArgs, connect, runtime};
 )]
 pub struct LintArgs {
     /// Files of tool definitions: one tool, an array, a tools/list result or a JSON-RPC
-    /// response, in JSON or YAML ("-" reads stdin).
+    /// response, in JSON or YAML ("-" reads stdin); or files of declared tools (as
+    /// `serve --config` reads them, YAML, JSON or TOML by extension), whose actions are
+    /// checked too and whose findings name their line and column.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The server whose tools/list to lint (instead of files).
@@ -121,6 +124,24 @@ fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         (s, path.display().to_string())
     };
+    if let Some(format) = FileFormat::of(path).filter(|_| path.as_os_str() != "-") {
+        match Document::parse(path, format, text.clone()) {
+            Ok(doc) if toolwright_lint::is_declared(&doc) => {
+                return Ok(Linted {
+                    source,
+                    era: None,
+                    report: toolwright_lint::lint_declared(&doc, options),
+                });
+            }
+            // Definitions without actions: linted as such, below.
+            Ok(_) => {}
+            // Only declared tools come in TOML.
+            Err(problem) if format == FileFormat::Toml => bail!("linting {problem}"),
+            // The definitions' reader knows more shapes (one tool, JSON-RPC responses) and
+            // says what is wrong with the rest.
+            Err(_) => {}
+        }
+    }
     let report = toolwright_lint::lint_document(&text, options)
         .with_context(|| format!("linting {source}"))?;
     Ok(Linted {

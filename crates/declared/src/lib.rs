@@ -19,6 +19,8 @@
 //! - [`tool`]: a declared tool as a server [`toolwright_server::Tool`].
 //! - [`load`]: reading files (YAML, JSON, TOML), all or nothing, problems placed by line
 //!   and column (`locate`).
+//! - [`rules`]: what the loader and `toolwright lint` both read of a spec without
+//!   compiling its action (templates by position, shells, shared refusals).
 //! - [`watch`]: hot reload.
 //! - [`error`]: load, compile and call errors.
 
@@ -30,6 +32,7 @@ pub mod load;
 mod locate;
 pub mod model;
 pub mod paths;
+pub mod rules;
 pub mod shape;
 pub mod template;
 pub mod tool;

@@ -74,29 +74,17 @@ impl DeclaredTool {
     ///
     /// The first [`Problem`] found, with where in the tool it is.
     pub fn compile(value: &Value) -> Result<DeclaredTool, Problem> {
-        let spec: ToolSpec = serde_path_to_error::deserialize(value).map_err(|e| {
-            let at = path_of(e.path());
-            Problem {
-                at,
-                message: e.into_inner().to_string(),
-            }
-        })?;
+        let spec: ToolSpec = crate::rules::read_spec(value)?;
         let definition = definition_of(&spec)?;
         let input = InputInfo::of(&definition.input_schema);
         let action = match (&spec.command, &spec.http) {
             (Some(c), None) => Action::Command(CommandAction::compile(c, &input)?),
             (None, Some(h)) => Action::Http(HttpAction::compile(h, &input)?),
             (Some(_), Some(_)) => {
-                return Err(Problem::new(
-                    ["http"],
-                    "a tool has one action: `command` or `http`, not both",
-                ));
+                return Err(Problem::new(["http"], crate::rules::TWO_ACTIONS));
             }
             (None, None) => {
-                return Err(Problem::new(
-                    Vec::<Seg>::new(),
-                    "no action: add `command: [program, args...]` (a program to run) or `http: {url: ...}` (a request to send)",
-                ));
+                return Err(Problem::new(Vec::<Seg>::new(), crate::rules::NO_ACTION));
             }
         };
         let shaper = Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?;

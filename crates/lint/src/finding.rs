@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub use toolwright_declared::error::Location;
+
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
@@ -129,6 +131,31 @@ rules! {
     HintDefaultSuspicious = "hint-default-suspicious", Warning;
     /// An `x-mcp-header` declaration that clients must reject.
     XMcpHeaderInvalid = "x-mcp-header-invalid", Error;
+    /// A declared tool the loader cannot read: a field of the wrong type, an unknown field,
+    /// both `command` and `http`.
+    DeclaredInvalid = "declared-invalid", Error;
+    /// A declared tool with neither `command` nor `http`.
+    ActionMissing = "action-missing", Error;
+    /// A template (argv element, URL, header, ...) that does not parse.
+    TemplateInvalid = "template-invalid", Error;
+    /// A placeholder that names no property of `inputSchema`.
+    PlaceholderUnknown = "placeholder-unknown", Error;
+    /// A placeholder whose property's type its position cannot take (`{x...}` on a
+    /// string, `{x}` on an array).
+    PlaceholderType = "placeholder-type", Error;
+    /// The program (`argv[0]`) holds a placeholder: an argument would choose what runs.
+    ProgramPlaceholder = "program-placeholder", Error;
+    /// An argv element always present names a property that is not `required`.
+    ArgvNotRequired = "argv-not-required", Error;
+    /// A shell runs a script given in argv (`sh -c`, `cmd /c`, `pwsh -Command`).
+    ShellProgram = "shell-program", Error;
+    /// A property of `inputSchema` that the action never uses.
+    PropertyUnused = "property-unused", Warning;
+    /// `readOnlyHint: true` on an HTTP method other than GET or HEAD.
+    HintReadOnlyMethod = "hint-read-only-method", Error;
+    /// A declared tool without annotations: it is served as not read-only, destructive and
+    /// open-world (the spec's defaults).
+    AnnotationsMissing = "annotations-missing", Warning;
 }
 
 impl Rule {
@@ -170,6 +197,8 @@ pub struct Finding {
     pub message: String,
     /// How to fix it, in one line.
     pub fix: String,
+    /// Where in the file, for a file of declared tools (see [`crate::lint_declared`]).
+    pub location: Option<Location>,
 }
 
 /// Collects the findings of one tool.
@@ -204,6 +233,7 @@ impl Sink<'_> {
             pointer: pointer.into(),
             message: message.into(),
             fix: fix.into(),
+            location: None,
         });
     }
 

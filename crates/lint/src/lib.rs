@@ -26,9 +26,14 @@
 //! - `schema_rules.rs`: rules on `inputSchema`/`outputSchema`, visiting every subschema
 //!   with `toolwright_schema::walk_subschemas`, with `keywords.rs` (misspelled keywords)
 //!   and `header.rs` (`x-mcp-header`);
+//! - `declared.rs`: [`lint_declared`], files of declared tools (toolwright's own format:
+//!   definitions plus an action), every finding placed by line and column; `actions.rs`:
+//!   the rules on the actions (placeholders, argv, shells, HTTP methods, hints);
 //! - `report.rs`: [`Report`], rendered for people or as JSON;
 //! - `error.rs`: [`LintError`].
 
+mod actions;
+mod declared;
 mod description;
 mod error;
 mod finding;
@@ -41,8 +46,9 @@ mod report;
 mod schema_rules;
 mod words;
 
+pub use declared::{is_declared, lint_declared};
 pub use error::LintError;
-pub use finding::{Finding, Rule, Severity};
+pub use finding::{Finding, Location, Rule, Severity};
 pub use input::{extract_tools, parse_document};
 pub use report::{Report, ToolEntry};
 
@@ -63,6 +69,15 @@ pub struct Options {
 
 /// Lints tool definitions as one server's set (so duplicate names are found).
 pub fn lint(tools: &[Value], options: &Options) -> Report {
+    lint_set(tools, options, |_, _| {})
+}
+
+/// [`lint`], with `extra` adding the findings of more rules to each tool (by index).
+pub(crate) fn lint_set(
+    tools: &[Value],
+    options: &Options,
+    mut extra: impl FnMut(usize, &mut Sink<'_>),
+) -> Report {
     let mut findings = Vec::new();
     let mut entries = Vec::with_capacity(tools.len());
     let mut first_seen: HashMap<&str, usize> = HashMap::new();
@@ -80,6 +95,7 @@ pub fn lint(tools: &[Value], options: &Options) -> Report {
             out: &mut findings,
         };
         lint_tool(tool, &mut sink);
+        extra(index, &mut sink);
         if let Some(name) = name {
             if let Some(&first) = first_seen.get(name) {
                 sink.add(
@@ -99,6 +115,7 @@ pub fn lint(tools: &[Value], options: &Options) -> Report {
     Report {
         tools: entries,
         findings,
+        file: None,
     }
 }
 

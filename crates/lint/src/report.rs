@@ -22,6 +22,9 @@ pub struct Report {
     pub tools: Vec<ToolEntry>,
     /// What was found.
     pub findings: Vec<Finding>,
+    /// The file linted, when the findings are placed in one (named in front of each
+    /// finding's line and column).
+    pub file: Option<String>,
 }
 
 const RESET: &str = "\x1b[0m";
@@ -83,10 +86,11 @@ impl Report {
             let _ = writeln!(out, "{}", paint(BOLD, &header));
             for f in findings {
                 let label = format!("{}[{}]", f.severity, f.rule.id());
+                let place = self.place(f).map(|p| format!(" {p}")).unwrap_or_default();
                 let at = if f.pointer.is_empty() {
-                    String::new()
+                    place
                 } else {
-                    format!(" {}", paint(DIM, &f.pointer))
+                    format!("{place} {}", paint(DIM, &f.pointer))
                 };
                 let _ = writeln!(out, "  {}{at}", paint(severity_color(f.severity), &label));
                 let _ = writeln!(out, "    {}", f.message);
@@ -97,6 +101,15 @@ impl Report {
         out.push_str(&self.summary());
         out.push('\n');
         out
+    }
+
+    /// `file:line:column` (or `line:column`) of a finding that has a location.
+    pub fn place(&self, f: &Finding) -> Option<String> {
+        let l = f.location?;
+        Some(match &self.file {
+            Some(file) => format!("{file}:{}:{}", l.line, l.column),
+            None => format!("{}:{}", l.line, l.column),
+        })
     }
 
     /// One line: how many tools, how many findings of each severity.
@@ -120,19 +133,27 @@ impl Report {
         )
     }
 
-    /// The report as JSON: `{"tools": [...], "findings": [...], "summary": {...}}`.
+    /// The report as JSON: `{"tools": [...], "findings": [...], "summary": {...}}`; a
+    /// finding placed in a file also has `line` and `column`.
     pub fn to_json(&self) -> Value {
         json!({
             "tools": self.tools.iter().map(|t| json!({"index": t.index, "name": t.name})).collect::<Vec<_>>(),
-            "findings": self.findings.iter().map(|f| json!({
-                "rule": f.rule.id(),
-                "severity": f.severity.as_str(),
-                "tool": f.tool,
-                "index": f.index,
-                "pointer": f.pointer,
-                "message": f.message,
-                "fix": f.fix,
-            })).collect::<Vec<_>>(),
+            "findings": self.findings.iter().map(|f| {
+                let mut v = json!({
+                    "rule": f.rule.id(),
+                    "severity": f.severity.as_str(),
+                    "tool": f.tool,
+                    "index": f.index,
+                    "pointer": f.pointer,
+                    "message": f.message,
+                    "fix": f.fix,
+                });
+                if let Some(l) = f.location {
+                    v["line"] = json!(l.line);
+                    v["column"] = json!(l.column);
+                }
+                v
+            }).collect::<Vec<_>>(),
             "summary": {
                 "tools": self.tools.len(),
                 "error": self.count(Severity::Error),

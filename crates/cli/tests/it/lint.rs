@@ -395,3 +395,158 @@ fn toolwright_serve_lints_clean_in_both_eras() {
         assert!(stderr(&o).contains(want), "{}", stderr(&o));
     }
 }
+
+// ---------------------------------------------------------------- declared tools
+
+/// Runs `toolwright lint ARGS…` in `dir`, so reports name files as given (relative).
+fn lint_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("lint")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run toolwright lint")
+}
+
+/// A pack with one problem of each kind the action rules know, in YAML.
+const BROKEN_PACK_YAML: &str = r#"tools:
+  - name: word_count
+    description: Count the words in a text file below the project root. Returns {words}.
+    inputSchema:
+      type: object
+      properties:
+        path: {type: string, description: File to count}
+      required: [path]
+    annotations: {readOnlyHint: true, openWorldHint: false}
+    command: ["wc", "-w", "{pth}"]
+  - name: grep_text
+    description: Search a file for a pattern. Returns the matching lines.
+    inputSchema:
+      type: object
+      properties:
+        pattern: {type: string, description: What to look for}
+        path: {type: string, description: Where to look}
+        verbose: {type: boolean, description: Say more}
+    command: ["sh", "-c", "grep {pattern} {path}"]
+  - name: create_user
+    description: Create a user in the local directory service. Returns the new record.
+    inputSchema:
+      type: object
+      properties:
+        id: {type: string, description: The user's id}
+      required: [id]
+    annotations: {readOnlyHint: true, openWorldHint: false}
+    http:
+      method: POST
+      url: "http://127.0.0.1:8000/users/{id}"
+      headers: {X-Trace: "{id"}
+  - name: count_notes
+    description: Count the notes in the store. Returns the number.
+    annotations: {readOnlyHint: true}
+"#;
+
+#[test]
+fn a_declared_yaml_pack_is_linted_action_by_action_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    file(dir.path(), "pack.yaml", BROKEN_PACK_YAML);
+    let o = lint_in(dir.path(), &["pack.yaml"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    insta::assert_snapshot!("declared_yaml", stdout(&o));
+}
+
+#[test]
+fn a_declared_json_pack_reports_json_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let pack = r#"[
+  {
+    "name": "get_user",
+    "description": "Look up a user by id in the local directory service. Returns the user record.",
+    "input_schema": {"type": "object", "properties": {"id": {"type": "string", "description": "The user's id"}}},
+    "annotations": {"readOnlyHint": true, "openWorldHint": false},
+    "http": {"method": "GET", "url": "http://127.0.0.1:8000/users/{id}"},
+    "output": {"parse": "json"}
+  },
+  {
+    "name": "get_user",
+    "description": "Look up a user by name in the local directory service. Returns the user record.",
+    "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "description": "The user's name"}}, "required": ["name"]},
+    "annotations": {"readOnlyHint": true, "openWorldHint": false},
+    "command": ["{name}"]
+  }
+]
+"#;
+    file(dir.path(), "pack.json", pack);
+    let o = lint_in(dir.path(), &["--format", "json", "pack.json"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    insta::assert_json_snapshot!("declared_json", json_of(&o));
+    let o = lint_in(dir.path(), &["pack.json"]);
+    insta::assert_snapshot!("declared_json_human", stdout(&o));
+}
+
+#[test]
+fn a_declared_toml_pack_is_linted_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let pack = r#"[[tools]]
+name = "git_log"
+description = "Show the latest commits of the repository. Returns one line per commit."
+command = ["git", "log", "--oneline", "-n", "{limit}"]
+annotations = { readOnlyHint = true, openWorldHint = false }
+
+[tools.inputSchema]
+type = "object"
+
+[tools.inputSchema.properties.limit]
+type = "integer"
+description = "How many commits"
+
+[[tools]]
+name = "run_script"
+description = "Run the project's check script. Returns its output."
+command = ["pwsh", "-Command", "./check.ps1"]
+"#;
+    file(dir.path(), "pack.toml", pack);
+    let o = lint_in(dir.path(), &["pack.toml"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    insta::assert_snapshot!("declared_toml", stdout(&o));
+    // A TOML file is always declared tools: one that does not parse is an input error.
+    file(dir.path(), "bad.toml", "[[tools]]\nname = \n");
+    let o = lint_in(dir.path(), &["bad.toml"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("bad.toml:2:"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_clean_declared_pack_lints_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let pack = r#"tools:
+  - name: word_count
+    description: Count the words in a text file below the project root. Returns {words}.
+    inputSchema:
+      type: object
+      properties:
+        path: {type: string, description: File to count}
+        lines: {type: boolean, description: Count lines instead}
+      required: [path]
+    outputSchema: {type: object, properties: {words: {type: integer}}, required: [words]}
+    annotations: {readOnlyHint: true, openWorldHint: false}
+    command: ["wc", {when: lines, args: ["-l"]}, "-w", "{path}"]
+    output: {parse: regex, pattern: '^\s*(?P<words>\d+)'}
+    timeout: 5s
+  - name: get_user
+    description: Look up a user by id in the local directory service. Returns the user record.
+    inputSchema:
+      type: object
+      properties:
+        id: {type: string, description: The user's id}
+        fields: {type: string, description: Which fields to return}
+      required: [id]
+    annotations: {readOnlyHint: true, openWorldHint: false}
+    http: {method: GET, url: "http://127.0.0.1:8000/users/{id}", query: {fields: "{fields}"}}
+    output: {parse: json}
+"#;
+    file(dir.path(), "toolwright.yaml", pack);
+    let o = lint_in(dir.path(), &["--deny", "info", "toolwright.yaml"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert_eq!(stdout(&o), "2 tools checked: no findings\n");
+}

@@ -1,0 +1,366 @@
+//! What the loader and `toolwright lint` both read of a spec without compiling its action:
+//! the spec itself ([`read_spec`], [`read_part`]), the messages of refusals both report,
+//! every template of the action with where it is and whether a call can leave it out
+//! ([`sites`]), and which programs are shells ([`shell_of`]).
+
+use crate::error::{Problem, Seg};
+use crate::model::{ArgvElement, CommandSpec, HttpSpec, ToolSpec};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// The refusal of a tool with neither `command` nor `http`.
+pub const NO_ACTION: &str = "no action: add `command: [program, args...]` (a program to run) or `http: {url: ...}` (a request to send)";
+
+/// The refusal of a tool with both `command` and `http`.
+pub const TWO_ACTIONS: &str = "a tool has one action: `command` or `http`, not both";
+
+/// The refusal of a mandatory argv element naming an argument a call can leave out.
+pub fn not_required(name: &str) -> String {
+    format!(
+        "`{name}` is not required, so a call can leave it out; put the element in an optional group ([...]) or add {name} to required"
+    )
+}
+
+/// Reads one tool's value as the loader does.
+///
+/// # Errors
+///
+/// A [`Problem`] at the path serde stopped at.
+pub fn read_spec(value: &Value) -> Result<ToolSpec, Problem> {
+    read_value(value)
+}
+
+/// Reads member `key` of a tool on its own (`command`, `http`), so a problem elsewhere in
+/// the tool does not hide what is wrong or right there; `None` when the member is absent.
+///
+/// # Errors
+///
+/// A [`Problem`] under `key`.
+pub fn read_part<T: DeserializeOwned>(value: &Value, key: &str) -> Option<Result<T, Problem>> {
+    let part = value.get(key)?;
+    Some(read_value(part).map_err(|p| p.under(key)))
+}
+
+fn read_value<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        use serde_path_to_error::Segment;
+        let at = e
+            .path()
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Seq { index } => Some(Seg::Index(*index)),
+                Segment::Map { key } => Some(Seg::Key(key.clone())),
+                Segment::Enum { variant } => Some(Seg::Key(variant.clone())),
+                Segment::Unknown => None,
+            })
+            .collect();
+        Problem {
+            at,
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+/// What a template is, for the rules that depend on its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// argv\[0\]: the program, literal text only.
+    Program,
+    /// An argv element always present: a placeholder there must be required.
+    Mandatory,
+    /// An element of an optional group (`[...]` or `{when, args}`): dropped when absent.
+    Optional,
+    /// A string in the JSON body: exactly `"{name}"` is the argument's value of any type.
+    Body,
+    /// Anything else: an environment value, the working directory, stdin, a URL, a query
+    /// value, a header value.
+    Other,
+}
+
+/// One template of an action, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site<'s> {
+    /// Where it is, from the tool's object.
+    pub at: Vec<Seg>,
+    /// Its text.
+    pub text: &'s str,
+    /// Its position's kind.
+    pub role: Role,
+}
+
+/// An argument named outside a template: a `{when: name}` group's condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameSite<'s> {
+    /// Where it is, from the tool's object.
+    pub at: Vec<Seg>,
+    /// The argument.
+    pub name: &'s str,
+}
+
+/// Every template of `command` with its place, and the names `when` groups test.
+pub fn command_sites(spec: &CommandSpec) -> (Vec<Site<'_>>, Vec<NameSite<'_>>) {
+    let (argv, base): (&[ArgvElement], Vec<Seg>) = match spec {
+        CommandSpec::Argv(argv) => (argv, vec!["command".into()]),
+        CommandSpec::Full(o) => (&o.argv, vec!["command".into(), "argv".into()]),
+    };
+    let at = |rest: &[Seg]| -> Vec<Seg> { base.iter().chain(rest).cloned().collect() };
+    let mut sites = Vec::new();
+    let mut names = Vec::new();
+    for (i, element) in argv.iter().enumerate() {
+        match element {
+            ArgvElement::One(text) => sites.push(Site {
+                at: at(&[Seg::Index(i)]),
+                text,
+                role: if i == 0 {
+                    Role::Program
+                } else {
+                    Role::Mandatory
+                },
+            }),
+            ArgvElement::Group(items) => {
+                for (j, text) in items.iter().enumerate() {
+                    sites.push(Site {
+                        at: at(&[Seg::Index(i), Seg::Index(j)]),
+                        text,
+                        role: Role::Optional,
+                    });
+                }
+            }
+            ArgvElement::When(w) => {
+                names.push(NameSite {
+                    at: at(&[Seg::Index(i), "when".into()]),
+                    name: &w.when,
+                });
+                for (j, text) in w.args.iter().enumerate() {
+                    sites.push(Site {
+                        at: at(&[Seg::Index(i), "args".into(), Seg::Index(j)]),
+                        text,
+                        role: Role::Optional,
+                    });
+                }
+            }
+        }
+    }
+    if let CommandSpec::Full(o) = spec {
+        for (k, text) in &o.env {
+            sites.push(other(&["command", "env", k.as_str()], text));
+        }
+        if let Some(text) = &o.cwd {
+            sites.push(other(&["command", "cwd"], text));
+        }
+        if let Some(text) = &o.stdin {
+            sites.push(other(&["command", "stdin"], text));
+        }
+    }
+    (sites, names)
+}
+
+/// Every template of `http` with its place. A body string that is exactly `"{name}"` is
+/// a template too (naming `name`).
+pub fn http_sites(spec: &HttpSpec) -> Vec<Site<'_>> {
+    let mut sites = vec![other(&["http", "url"], &spec.url)];
+    for (k, text) in &spec.query {
+        sites.push(other(&["http", "query", k.as_str()], text));
+    }
+    for (k, text) in &spec.headers {
+        sites.push(other(&["http", "headers", k.as_str()], text));
+    }
+    if let Some(body) = &spec.body {
+        let mut at = vec![Seg::from("http"), Seg::from("body")];
+        body_sites(body, &mut at, &mut sites);
+    }
+    sites
+}
+
+fn body_sites<'s>(value: &'s Value, at: &mut Vec<Seg>, out: &mut Vec<Site<'s>>) {
+    match value {
+        Value::String(text) => out.push(Site {
+            at: at.clone(),
+            text,
+            role: Role::Body,
+        }),
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                at.push(Seg::Index(i));
+                body_sites(v, at, out);
+                at.pop();
+            }
+        }
+        Value::Object(members) => {
+            for (k, v) in members {
+                at.push(Seg::Key(k.clone()));
+                body_sites(v, at, out);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn other<'s>(at: &[&str], text: &'s str) -> Site<'s> {
+    Site {
+        at: at.iter().map(|s| Seg::from(*s)).collect(),
+        text,
+        role: Role::Other,
+    }
+}
+
+/// A shell's family, which says how it is told to run a script given as an argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    /// `sh`, `bash`, `dash`, `zsh`, `ksh`, `fish`, `csh`, `tcsh`: `-c` (alone or in a
+    /// cluster of short options such as `-ec`).
+    Posix,
+    /// `cmd`, `cmd.exe`: `/c` or `/k`.
+    Cmd,
+    /// `powershell`, `pwsh` (`.exe` too): `-Command`, `-c`, `-EncodedCommand`, `-ec`.
+    PowerShell,
+}
+
+/// The shell a program is, judged by its file name (`/bin/bash` is `bash`).
+pub fn shell_of(program: &str) -> Option<Shell> {
+    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let name = name.to_ascii_lowercase();
+    match name.as_str() {
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "fish" | "csh" | "tcsh" | "ash" => {
+            Some(Shell::Posix)
+        }
+        "cmd" | "cmd.exe" => Some(Shell::Cmd),
+        "powershell" | "powershell.exe" | "pwsh" | "pwsh.exe" => Some(Shell::PowerShell),
+        _ => None,
+    }
+}
+
+impl Shell {
+    /// Whether `arg` tells this shell to run the next argument (or its own text) as a script.
+    pub fn runs_script(self, arg: &str) -> bool {
+        match self {
+            Shell::Posix => {
+                arg.len() > 1
+                    && arg.starts_with('-')
+                    && !arg.starts_with("--")
+                    && arg[1..].bytes().all(|b| b.is_ascii_alphabetic())
+                    && arg[1..].contains('c')
+            }
+            Shell::Cmd => {
+                let a = arg.to_ascii_lowercase();
+                a.starts_with("/c") || a.starts_with("/k")
+            }
+            Shell::PowerShell => {
+                let a = arg.to_ascii_lowercase();
+                let Some(flag) = a.strip_prefix('-').or_else(|| a.strip_prefix('/')) else {
+                    return false;
+                };
+                let flag = flag.strip_prefix('-').unwrap_or(flag);
+                matches!(flag, "c" | "command" | "ec" | "encodedcommand" | "e")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn paths<'s>(sites: &[Site<'s>]) -> Vec<(String, &'s str, Role)> {
+        sites
+            .iter()
+            .map(|s| (crate::error::path_text(&s.at), s.text, s.role))
+            .collect()
+    }
+
+    #[test]
+    fn command_sites_in_both_forms() {
+        let spec: CommandSpec = serde_json::from_value(
+            json!(["git", "log", "{rev}", ["-n", "{n}"], {"when": "all", "args": ["--all"]}]),
+        )
+        .unwrap();
+        let (sites, names) = command_sites(&spec);
+        assert_eq!(
+            paths(&sites),
+            [
+                ("command[0]".into(), "git", Role::Program),
+                ("command[1]".into(), "log", Role::Mandatory),
+                ("command[2]".into(), "{rev}", Role::Mandatory),
+                ("command[3][0]".into(), "-n", Role::Optional),
+                ("command[3][1]".into(), "{n}", Role::Optional),
+                ("command[4].args[0]".into(), "--all", Role::Optional),
+            ]
+        );
+        assert_eq!(names[0].name, "all");
+        assert_eq!(crate::error::path_text(&names[0].at), "command[4].when");
+        let spec: CommandSpec = serde_json::from_value(
+            json!({"argv": ["cat"], "env": {"A": "{a}"}, "cwd": "{d}", "stdin": "{s}"}),
+        )
+        .unwrap();
+        let (sites, _) = command_sites(&spec);
+        assert_eq!(
+            paths(&sites),
+            [
+                ("command.argv[0]".into(), "cat", Role::Program),
+                ("command.env.A".into(), "{a}", Role::Other),
+                ("command.cwd".into(), "{d}", Role::Other),
+                ("command.stdin".into(), "{s}", Role::Other),
+            ]
+        );
+    }
+
+    #[test]
+    fn http_sites_reach_into_the_body() {
+        let spec: HttpSpec = serde_json::from_value(json!({
+            "url": "http://h/{id}", "query": {"q": "{q}"}, "headers": {"X": "${T}"},
+            "body": {"a": ["{x}", 1], "b": {"c": "{y}"}}
+        }))
+        .unwrap();
+        let texts: Vec<(String, &str)> = http_sites(&spec)
+            .iter()
+            .map(|s| (crate::error::path_text(&s.at), s.text))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                ("http.url".into(), "http://h/{id}"),
+                ("http.query.q".into(), "{q}"),
+                ("http.headers.X".into(), "${T}"),
+                ("http.body.a[0]".into(), "{x}"),
+                ("http.body.b.c".into(), "{y}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn shells() {
+        for (program, arg, runs) in [
+            ("sh", "-c", true),
+            ("/bin/bash", "-lc", true),
+            ("bash", "-ec", true),
+            ("bash", "--norc", false),
+            ("bash", "script.sh", false),
+            ("zsh", "-x", false),
+            ("cmd.exe", "/C", true),
+            ("CMD", "/k", true),
+            ("cmd", "/q", false),
+            ("pwsh", "-Command", true),
+            ("powershell.exe", "-c", true),
+            ("pwsh", "-File", false),
+        ] {
+            let shell = shell_of(program).unwrap_or_else(|| panic!("{program}"));
+            assert_eq!(shell.runs_script(arg), runs, "{program} {arg}");
+        }
+        for program in ["wc", "git", "shasum", "/usr/bin/bashful", "sh.py"] {
+            assert_eq!(shell_of(program), None, "{program}");
+        }
+    }
+
+    #[test]
+    fn parts_are_read_on_their_own() {
+        let tool = json!({"name": "t", "nope": 1, "command": ["wc", 5]});
+        assert!(read_spec(&tool).is_err());
+        let p = read_part::<CommandSpec>(&tool, "command")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(p.path_text(), "command[1]");
+        assert!(read_part::<HttpSpec>(&tool, "http").is_none());
+    }
+}
