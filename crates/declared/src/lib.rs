@@ -9,34 +9,27 @@
 //! environment, in a directory beneath the server's roots, in its own process group that a
 //! timeout kills whole; an HTTP request connects only to addresses the policy admits.
 //!
+//! The file itself (its model, placeholders, what actions need of `inputSchema`, reading
+//! and placing problems, the rules lint shares) is `toolwright-toolfile`, which builds
+//! without tokio; its modules are re-exported here under the same names.
+//!
 //! Layout:
-//! - [`model`]: the file's shape, as serde reads it.
-//! - [`template`]: placeholders (`{arg}`, `{arg:dash}`, `{arg...}`, `${VAR}`).
-//! - [`input`]: what actions need of `inputSchema`.
-//! - [`paths`]: `{name:path}` arguments resolved beneath the roots.
 //! - [`command`], [`http`]: the two actions.
 //! - [`shape`]: text, JSON, regex and jq output shaping.
 //! - [`tool`]: a declared tool as a server [`toolwright_server::Tool`].
-//! - [`load`]: reading files (YAML, JSON, TOML), all or nothing, problems placed by line
-//!   and column (`locate`).
-//! - [`rules`]: what the loader and `toolwright lint` both read of a spec without
-//!   compiling its action (templates by position, shells, shared refusals).
+//! - [`load`]: loading files all or nothing.
 //! - [`watch`]: hot reload.
-//! - [`error`]: load, compile and call errors.
+//! - [`error`]: call errors (and the file's, re-exported).
 
 pub mod command;
 pub mod error;
 pub mod http;
-pub mod input;
 pub mod load;
-mod locate;
-pub mod model;
-pub mod paths;
-pub mod rules;
 pub mod shape;
-pub mod template;
 pub mod tool;
 pub mod watch;
+
+pub use toolwright_toolfile::{input, model, paths, rules, template};
 
 use serde_json::{Map, Value};
 use std::path::PathBuf;

@@ -1,16 +1,16 @@
 //! Rules on a declared tool's action (`command` or `http`), read from the spec as the
-//! loader reads it (`toolwright_declared::rules`), without compiling anything: templates
+//! loader reads it (`toolwright_toolfile::rules`), without compiling anything: templates
 //! parse and name properties, a call cannot leave out what argv always needs, no shell
 //! runs a script, the hints agree with the HTTP method, annotations are there.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use toolwright_declared::error::{Problem, Seg};
-use toolwright_declared::input::InputInfo;
-use toolwright_declared::model::{ArgvElement, CommandSpec, HttpSpec};
-use toolwright_declared::rules::{self, NameSite, Role, Site};
-use toolwright_declared::template::{Part, Template};
+use toolwright_toolfile::error::{Problem, Seg};
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::model::{ArgvElement, CommandSpec, HttpSpec};
+use toolwright_toolfile::rules::{self, NameSite, Role, Site};
+use toolwright_toolfile::template::{Part, Template};
 
 use crate::finding::{Rule, Sink, push_pointer};
 

@@ -3,8 +3,8 @@
 //! is placed by line and column in the file.
 
 use serde_json::{Map, Value, json};
-use toolwright_declared::error::Seg;
-use toolwright_declared::{Document, Format};
+use toolwright_toolfile::error::Seg;
+use toolwright_toolfile::{Document, Format};
 
 use crate::{Options, Report, actions, lint_set};
 
@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn pointers_become_paths_in_the_file() {
         let tool = json!({"name": "a", "command": ["x", ["-n", "{n}"]], "input_schema": {"properties": {"0": {}}}});
-        let text = |p: &str| toolwright_declared::error::path_text(&path_of(&tool, p));
+        let text = |p: &str| toolwright_toolfile::error::path_text(&path_of(&tool, p));
         assert_eq!(text("/command/1/1"), "command[1][1]");
         assert_eq!(
             text("/inputSchema/properties/0"),
@@ -181,7 +181,7 @@ mod tests {
         assert!(!resolves(&tool, &path_of(&tool, "/annotations")));
         assert!(!resolves(&tool, &[]));
         assert_eq!(
-            toolwright_declared::error::path_text(&path_of(&json!({}), "/a~1b")),
+            toolwright_toolfile::error::path_text(&path_of(&json!({}), "/a~1b")),
             "a/b"
         );
     }

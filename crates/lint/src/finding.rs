@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-pub use toolwright_declared::error::Location;
+pub use toolwright_toolfile::error::Location;
 
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -251,3 +251,13 @@ fn the_notes_api_pack_encodes_every_argument_for_where_it_lands() {
     let gone = call(&mut s, "get_note", json!({"id": id.to_string()}));
     assert!(error_text(&gone).contains("404"));
 }
+
+#[test]
+fn every_pack_lints_clean() {
+    for name in ["git", "notes-api", "units"] {
+        let out = crate::util::run_cli(&["lint", "--deny", "info", &pack(name)]);
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{name}: {report}");
+        assert!(report.contains("no findings"), "{name}: {report}");
+    }
+}

@@ -1,7 +1,7 @@
 //! What the loader and `toolwright lint` both read of a spec without compiling its action:
 //! the spec itself ([`read_spec`], [`read_part`]), the messages of refusals both report,
 //! every template of the action with where it is and whether a call can leave it out
-//! ([`sites`]), and which programs are shells ([`shell_of`]).
+//! ([`command_sites`], [`http_sites`]), and which programs are shells ([`shell_of`]).
 
 use crate::error::{Problem, Seg};
 use crate::model::{ArgvElement, CommandSpec, HttpSpec, ToolSpec};

@@ -1,6 +1,6 @@
 //! The file's model: what a person writes, as serde reads it from YAML, JSON or TOML.
 //!
-//! Nothing here is checked beyond its shape; [`crate::DeclaredTool::compile`] turns a [`ToolSpec`] into a
+//! Nothing here is checked beyond its shape; `toolwright_declared::DeclaredTool::compile` turns a [`ToolSpec`] into a
 //! tool the server can run, refusing what cannot run safely.
 
 use serde::Deserialize;

@@ -1,0 +1,27 @@
+//! The tool file: what a person writes to declare tools (the MCP `Tool` fields, an action, how
+//! its output is shaped), read from YAML, JSON or TOML into one model, with every problem
+//! placed by file, line and column. Nothing here runs anything and nothing needs tokio: the
+//! runtime (`toolwright-declared`) compiles and serves what is read here, and
+//! `toolwright lint` checks it with the same rules.
+//!
+//! Layout:
+//! - [`model`]: the file's shape, as serde reads it.
+//! - [`template`]: placeholders (`{arg}`, `{arg:dash}`, `{arg:path}`, `{arg...}`, `${VAR}`).
+//! - [`input`]: what actions need of `inputSchema`.
+//! - [`paths`]: `{name:path}` arguments resolved beneath the roots.
+//! - [`rules`]: what the loader and `toolwright lint` both read of a spec without compiling
+//!   its action (templates by position, shells, shared refusals).
+//! - [`document`]: reading a file and placing problems in it (`locate`).
+//! - [`error`]: load, compile and template errors.
+
+pub mod document;
+pub mod error;
+pub mod input;
+mod locate;
+pub mod model;
+pub mod paths;
+pub mod rules;
+pub mod template;
+
+pub use document::{Document, Format};
+pub use error::{FileProblem, LoadError, Problem};
