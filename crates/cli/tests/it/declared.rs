@@ -301,3 +301,42 @@ fn wait_for_list_changed(s: &mut Server) -> Vec<Value> {
     }
     panic!("no tools/list_changed within 10 s: {msgs:#?}");
 }
+
+#[test]
+fn declared_tools_serve_modern_clients_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.yaml");
+    std::fs::write(
+        &path,
+        "tools:\n  - name: shout\n    description: Print a word in capitals as {word}.\n    inputSchema: {type: object, properties: {w: {type: string}}, required: [w]}\n    outputSchema: {type: object, properties: {word: {type: string}}, required: [word]}\n    command: {argv: [tr, a-z, A-Z], stdin: \"{w}\"}\n    output: {parse: text, jq: '{word: .}'}\n",
+    )
+    .unwrap();
+    let cfg = path.to_str().unwrap();
+    let root = dir.path().to_str().unwrap();
+    // stdio, modern: no handshake, per-request _meta.
+    let mut s = Server::start(&["--config", cfg, "--root", root, "--no-watch"]);
+    let r = s.modern(
+        "tools/call",
+        json!({"name": "shout", "arguments": {"w": "quiet"}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"word": "QUIET"}),
+        "{r}"
+    );
+    // Streamable HTTP, modern.
+    let http = crate::http_client::HttpServer::start(&["--config", cfg, "--root", root]);
+    let r = http.post(
+        &crate::http_client::modern_headers("tools/call", Some("shout")),
+        &crate::http_client::modern_request(
+            1,
+            "tools/call",
+            json!({"name": "shout", "arguments": {"w": "web"}}),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.checked(true, "tools/call")["result"]["structuredContent"],
+        json!({"word": "WEB"})
+    );
+}
