@@ -15,6 +15,8 @@ log() { printf '\n== %s\n' "$*"; }
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v fdfind >/dev/null 2>&1 || need_apt+=(fd-find)
+# GNU units backs the unit-converter example pack (examples/units), which the tests run.
+command -v units >/dev/null 2>&1 || need_apt+=(units)
 command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"

@@ -18,12 +18,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {
-    /// Serve the built-in tools over MCP (stdio; newline-delimited JSON-RPC).
+    /// Serve the built-in tools and declared ones (--config) over MCP (stdio, or --http).
     Serve(ServeArgs),
     /// Print the built-in tool definitions.
     Tools(ToolsArgs),
-    /// Run one built-in tool in-process (or, with --server/--url, a tool of any MCP server)
-    /// and print its result.
+    /// Run one tool in-process, built-in or declared with --config (or, with --server/--url,
+    /// a tool of any MCP server) and print its result.
     Call(CallArgs),
     /// Lint tool definitions: files, or the tools/list of any MCP server.
     Lint(crate::lint_cmd::LintArgs),
@@ -72,9 +72,28 @@ pub struct ServerArgs {
     /// beyond it the call fails, before anything large is computed.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub arith_max_digits: u32,
+    /// A file of declared tools (YAML, JSON or TOML; repeatable), served after the built-in
+    /// tools [default: ./toolwright.yaml when it exists].
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
     /// Settings of the take_screenshot tool.
     #[command(flatten)]
     pub screenshot: ScreenshotArgs,
+}
+
+impl ServerArgs {
+    /// The tool files to load: those given, or `./toolwright.yaml` when it exists.
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        if !self.configs.is_empty() {
+            return self.configs.clone();
+        }
+        let default = PathBuf::from("toolwright.yaml");
+        if default.is_file() {
+            vec![default]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// Settings of `take_screenshot` (headless Chromium).
@@ -141,6 +160,10 @@ pub struct ServeArgs {
     /// Streamable HTTP settings.
     #[command(flatten)]
     pub http: HttpArgs,
+    /// Do not watch the tool files (by default an edit is loaded at once, and an edit that
+    /// does not load is logged and ignored).
+    #[arg(long)]
+    pub no_watch: bool,
 }
 
 /// `toolwright serve --http`: Streamable HTTP instead of stdio.

@@ -33,7 +33,33 @@ fn init_logging() {
     };
 }
 
+/// A server and the declared tools it serves.
+struct Built {
+    server: Server,
+    /// The tool files loaded.
+    files: Vec<std::path::PathBuf>,
+    /// The names of the declared tools.
+    declared: Vec<String>,
+}
+
 fn build_server(a: &ServerArgs) -> Result<Server> {
+    build(a).map(|b| b.server)
+}
+
+/// Loads the tool files; every problem is printed (file:line:column: what is wrong).
+fn load_declared(
+    files: &[std::path::PathBuf],
+) -> Result<Vec<std::sync::Arc<toolwright_declared::DeclaredTool>>> {
+    toolwright_declared::load_files(files).map_err(|e| {
+        let n = e.problems().len();
+        anyhow::anyhow!(
+            "{e}\n{n} problem{} in the tool files; nothing was served",
+            if n == 1 { "" } else { "s" }
+        )
+    })
+}
+
+fn build(a: &ServerArgs) -> Result<Built> {
     if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
         bail!("--call-timeout must be a positive number of seconds");
     }
@@ -73,6 +99,12 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
     // them, compile their schemas when warming up; other fixture sets may add resources and
     // prompts, which the capabilities announce at initialize, so they are registered before
     // serving.
+    let files = a.config_files();
+    let declared_tools = load_declared(&files)?;
+    let declared: Vec<String> = declared_tools
+        .iter()
+        .map(|t| t.definition_ref().name.clone())
+        .collect();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&a.fixtures)?
         .iter()
         .copied()
@@ -86,12 +118,22 @@ fn build_server(a: &ServerArgs) -> Result<Server> {
             eprintln!("toolwright: registering the built-in tools failed: {e}");
             std::process::exit(2);
         }
+        for tool in declared_tools {
+            if let Err(e) = server.register_arc(tool) {
+                eprintln!("toolwright: a declared tool cannot be served: {e}");
+                std::process::exit(2);
+            }
+        }
     });
     for set in eager {
         set.register(&server)
             .with_context(|| format!("--fixtures {set}"))?;
     }
-    Ok(server)
+    Ok(Built {
+        server,
+        files,
+        declared,
+    })
 }
 
 /// The fixture sets asked for, refused when one is named twice.
@@ -118,7 +160,17 @@ fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
-    let server = build_server(&a.server)?;
+    let built = build(&a.server)?;
+    let server = built.server;
+    // Kept alive for as long as the server serves.
+    let _watch = if a.no_watch || built.files.is_empty() {
+        None
+    } else {
+        Some(
+            toolwright_declared::watch::watch(server.clone(), built.files, built.declared)
+                .context("watching the tool files")?,
+        )
+    };
     if let Some(addr) = &a.http.addr {
         server.warm_up();
         let config = http_config(&a.http, addr)?;
@@ -255,7 +307,7 @@ fn call(a: CallArgs) -> Result<ExitCode> {
     if server.tools().get(&a.tool).is_none() {
         let names: Vec<String> = definitions(&server).into_iter().map(|d| d.name).collect();
         bail!(
-            "unknown tool {:?}; the built-in tools are: {}",
+            "unknown tool {:?}; the tools are: {}",
             a.tool,
             names.join(", ")
         );

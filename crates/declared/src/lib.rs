@@ -13,19 +13,27 @@
 //! - [`model`]: the file's shape, as serde reads it.
 //! - [`template`]: placeholders (`{arg}`, `{arg:dash}`, `{arg...}`, `${VAR}`).
 //! - [`input`]: what actions need of `inputSchema`.
+//! - [`paths`]: `{name:path}` arguments resolved beneath the roots.
 //! - [`command`], [`http`]: the two actions.
 //! - [`shape`]: text, JSON, regex and jq output shaping.
 //! - [`tool`]: a declared tool as a server [`toolwright_server::Tool`].
+//! - [`load`]: reading files (YAML, JSON, TOML), all or nothing, problems placed by line
+//!   and column (`locate`).
+//! - [`watch`]: hot reload.
 //! - [`error`]: load, compile and call errors.
 
 pub mod command;
 pub mod error;
 pub mod http;
 pub mod input;
+pub mod load;
+mod locate;
 pub mod model;
+pub mod paths;
 pub mod shape;
 pub mod template;
 pub mod tool;
+pub mod watch;
 
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -33,6 +41,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{LoadError, Problem, RunError};
+pub use load::{Document, Format, load_files};
 pub use tool::DeclaredTool;
 
 /// What an action may use while it runs.

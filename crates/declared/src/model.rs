@@ -81,8 +81,7 @@ pub struct ToolSpec {
 }
 
 /// `command:` as a bare argv list or as an object with more settings.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum CommandSpec {
     /// `["wc", "-w", "{path}"]`.
     Argv(Vec<ArgvElement>),
@@ -136,8 +135,7 @@ pub struct CommandOptions {
 }
 
 /// One element of argv.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum ArgvElement {
     /// A template that becomes exactly one argument (or, for `{name...}`, one per item).
     One(String),
@@ -145,6 +143,69 @@ pub enum ArgvElement {
     Group(Vec<String>),
     /// A group kept only when the argument `when` is present and not `false`.
     When(WhenGroup),
+}
+
+// Written by hand rather than `untagged` so that an error inside one form says what is
+// wrong there (with its path) instead of "did not match any variant".
+impl<'de> Deserialize<'de> for CommandSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CommandSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "an argv list such as [\"wc\", \"-w\", \"{path}\"] or an object with `argv`",
+                )
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                a: A,
+            ) -> Result<CommandSpec, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(a))
+                    .map(CommandSpec::Argv)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                a: A,
+            ) -> Result<CommandSpec, A::Error> {
+                CommandOptions::deserialize(serde::de::value::MapAccessDeserializer::new(a))
+                    .map(CommandSpec::Full)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ArgvElement {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ArgvElement;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a string (one argument), a list (an optional group) or {when: name, args: [...]}",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ArgvElement, E> {
+                Ok(ArgvElement::One(v.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                a: A,
+            ) -> Result<ArgvElement, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(a))
+                    .map(ArgvElement::Group)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                a: A,
+            ) -> Result<ArgvElement, A::Error> {
+                WhenGroup::deserialize(serde::de::value::MapAccessDeserializer::new(a))
+                    .map(ArgvElement::When)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `{when: name, args: [...]}`.

@@ -2,7 +2,8 @@
 //! with placeholders for the call's arguments and the server's environment.
 //!
 //! Syntax: `{name}` is the value of argument `name`; `{name:dash}` the same in a position
-//! that accepts a value starting with `-`; `{name...}` (a whole argv element only) one
+//! that accepts a value starting with `-`; `{name:path}` a file path resolved beneath the
+//! server's roots and passed as the absolute path it resolved to; `{name...}` (a whole argv element only) one
 //! element per item of an array; `${VAR}` the server's environment variable `VAR`; `{{` and
 //! `}}` are literal braces. A template is parsed once, when the file is loaded; a call only
 //! fills it in, and each argument's value stays one piece of data wherever it lands: the
@@ -39,6 +40,8 @@ pub struct ArgRef {
     pub dash: bool,
     /// `{name...}`: one argv element per array item.
     pub spread: bool,
+    /// `{name:path}`: a path resolved beneath the server's roots.
+    pub path: bool,
 }
 
 /// Why a value could not be filled in.
@@ -143,15 +146,18 @@ impl Template {
                         Some(n) => (n, true),
                         None => (inner, false),
                     };
-                    let (name, dash) = match name.split_once(':') {
-                        Some((n, "dash")) => (n, true),
+                    let (name, dash, path) = match name.split_once(':') {
+                        Some((n, "dash")) => (n, true, false),
+                        Some((n, "path")) => (n, false, true),
                         Some((_, m)) => {
                             return Err(err(
                                 i,
-                                &format!("unknown modifier {m:?} (the one modifier is `:dash`)"),
+                                &format!(
+                                    "unknown modifier {m:?} (the modifiers are `:dash` and `:path`)"
+                                ),
                             ));
                         }
-                        None => (name, false),
+                        None => (name, false, false),
                     };
                     if !is_name(name) {
                         return Err(err(
@@ -164,6 +170,7 @@ impl Template {
                         name: name.to_owned(),
                         dash,
                         spread,
+                        path,
                     }));
                     i = close + 1;
                 }
@@ -250,6 +257,22 @@ impl Template {
         env: &dyn Fn(&str) -> Option<String>,
         encode: &dyn Fn(&str) -> Result<Cow<'_, str>, String>,
     ) -> Result<Option<String>, RenderError> {
+        self.render_in(args, env, encode, &[])
+    }
+
+    /// [`Template::render`] where `{name:path}` placeholders are resolved beneath `roots`
+    /// (with no roots, such a placeholder is refused).
+    ///
+    /// # Errors
+    ///
+    /// [`RenderError`], naming the argument.
+    pub fn render_in(
+        &self,
+        args: &Map<String, Value>,
+        env: &dyn Fn(&str) -> Option<String>,
+        encode: &dyn Fn(&str) -> Result<Cow<'_, str>, String>,
+        roots: &[std::path::PathBuf],
+    ) -> Result<Option<String>, RenderError> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
@@ -262,7 +285,16 @@ impl Template {
                     let Some(value) = args.get(&a.name).filter(|v| !v.is_null()) else {
                         return Ok(None);
                     };
-                    let text = scalar_text(&a.name, value)?;
+                    let mut text = scalar_text(&a.name, value)?;
+                    if a.path {
+                        let resolved = crate::paths::resolve(&text, roots).map_err(|reason| {
+                            RenderError::Refused {
+                                name: a.name.clone(),
+                                reason,
+                            }
+                        })?;
+                        text = Cow::Owned(resolved);
+                    }
                     if out.is_empty() && text.starts_with('-') && !a.dash {
                         return Err(RenderError::LeadingDash {
                             name: a.name.clone(),
@@ -351,7 +383,8 @@ mod tests {
                 Part::Arg(ArgRef {
                     name: "path".into(),
                     dash: true,
-                    spread: false
+                    spread: false,
+                    path: false,
                 }),
                 Part::Literal(".txt ".into()),
                 Part::Env("HOME".into()),

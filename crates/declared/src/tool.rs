@@ -1,7 +1,234 @@
-//! A declared tool as a server tool.
-//!
-//! (Being written.)
+//! A declared tool as a server tool: compiled once from its spec, then each call runs the
+//! action and shapes what it produced.
+
+use crate::command::CommandAction;
+use crate::error::{Problem, Seg};
+use crate::http::HttpAction;
+use crate::input::InputInfo;
+use crate::model::ToolSpec;
+use crate::shape::{Shaped, Shaper};
+use crate::{Output, RunContext};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use toolwright_protocol::{CallToolResult, Content, Tool as ToolDefinition};
+use toolwright_server::registry::Entry;
+use toolwright_server::{RegisterError, Tool, ToolContext, ToolFuture};
+
+/// How long an action may run when the tool does not say.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The key under which a result's `_meta` carries the action's facts (exit code, HTTP
+/// status).
+pub const META_KEY: &str = "toolwright/declared";
+
+/// What a declared tool does.
+#[derive(Debug)]
+pub enum Action {
+    /// Runs a program.
+    Command(CommandAction),
+    /// Sends an HTTP request.
+    Http(HttpAction),
+}
+
+impl Action {
+    /// The arguments the action names.
+    pub fn args_used(&self) -> BTreeSet<String> {
+        match self {
+            Action::Command(c) => c.args_used(),
+            Action::Http(h) => h.args_used(),
+        }
+    }
+
+    async fn run(
+        &self,
+        args: &Map<String, Value>,
+        ctx: &RunContext<'_>,
+    ) -> Result<Output, crate::RunError> {
+        match self {
+            Action::Command(c) => c.run(args, ctx).await,
+            Action::Http(h) => h.run(args, ctx).await,
+        }
+    }
+}
 
 /// A tool declared in a file.
 #[derive(Debug)]
-pub struct DeclaredTool;
+pub struct DeclaredTool {
+    definition: ToolDefinition,
+    action: Action,
+    shaper: Shaper,
+    timeout: Duration,
+    input: InputInfo,
+}
+
+impl DeclaredTool {
+    /// Compiles one tool from its value in the file (an item of `tools`).
+    ///
+    /// # Errors
+    ///
+    /// The first [`Problem`] found, with where in the tool it is.
+    pub fn compile(value: &Value) -> Result<DeclaredTool, Problem> {
+        let spec: ToolSpec = serde_path_to_error::deserialize(value).map_err(|e| {
+            let at = path_of(e.path());
+            Problem {
+                at,
+                message: e.into_inner().to_string(),
+            }
+        })?;
+        let definition = definition_of(&spec)?;
+        let input = InputInfo::of(&definition.input_schema);
+        let action = match (&spec.command, &spec.http) {
+            (Some(c), None) => Action::Command(CommandAction::compile(c, &input)?),
+            (None, Some(h)) => Action::Http(HttpAction::compile(h, &input)?),
+            (Some(_), Some(_)) => {
+                return Err(Problem::new(
+                    ["http"],
+                    "a tool has one action: `command` or `http`, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(Problem::new(
+                    Vec::<Seg>::new(),
+                    "no action: add `command: [program, args...]` (a program to run) or `http: {url: ...}` (a request to send)",
+                ));
+            }
+        };
+        let shaper = Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?;
+        Ok(DeclaredTool {
+            definition,
+            action,
+            shaper,
+            timeout: spec.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0),
+            input,
+        })
+    }
+
+    /// The definition clients see.
+    pub fn definition_ref(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// The action.
+    pub fn action(&self) -> &Action {
+        &self.action
+    }
+
+    /// What the action needs of `inputSchema`.
+    pub fn input(&self) -> &InputInfo {
+        &self.input
+    }
+
+    /// The action's time limit.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Runs the action and shapes its output, as a call would (arguments already valid).
+    pub async fn run(&self, args: &Map<String, Value>, ctx: &RunContext<'_>) -> CallToolResult {
+        let out = match self.action.run(args, ctx).await {
+            Ok(out) => out,
+            Err(e) => return CallToolResult::error(e.to_string()),
+        };
+        let meta = out.meta;
+        let mut result = match self.shaper.shape(out.bytes).await {
+            Ok(Shaped::Text(text)) => CallToolResult::content(vec![Content::text(text)]),
+            Ok(Shaped::Structured(value)) => CallToolResult::structured(value),
+            Err(e) => CallToolResult::error(e.to_string()),
+        };
+        if !meta.is_empty() {
+            let mut m = Map::new();
+            m.insert(META_KEY.to_owned(), Value::Object(meta));
+            result.meta = Some(m);
+        }
+        result
+    }
+}
+
+impl Tool for DeclaredTool {
+    fn definition(&self) -> ToolDefinition {
+        self.definition.clone()
+    }
+
+    fn call(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let empty = Map::new();
+            let args = args.as_object().unwrap_or(&empty);
+            let rc = RunContext {
+                roots: ctx.roots(),
+                timeout: self.timeout,
+                cancel: ctx.cancellation(),
+            };
+            Ok(self.run(args, &rc).await)
+        })
+    }
+}
+
+/// The MCP definition of a spec, checked as the registry will check it.
+fn definition_of(spec: &ToolSpec) -> Result<ToolDefinition, Problem> {
+    let mut wire = Map::new();
+    wire.insert("name".into(), json!(spec.name));
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            wire.insert(k.to_owned(), v);
+        }
+    };
+    put("title", spec.title.clone().map(Value::String));
+    put("description", spec.description.clone().map(Value::String));
+    put(
+        "inputSchema",
+        Some(
+            spec.input_schema
+                .clone()
+                .unwrap_or_else(|| json!({"type": "object"})),
+        ),
+    );
+    put("outputSchema", spec.output_schema.clone());
+    put("annotations", spec.annotations.clone().map(Value::Object));
+    put("icons", spec.icons.clone());
+    put("_meta", spec.meta.clone().map(Value::Object));
+    let definition: ToolDefinition = serde_path_to_error::deserialize(Value::Object(wire))
+        .map_err(|e| Problem {
+            at: path_of(e.path()),
+            message: e.into_inner().to_string(),
+        })?;
+    // The registry's own checks (name, root type, schemas that compile), run now so a
+    // problem points into the file rather than surfacing at registration.
+    let probe = Arc::new(DefinitionOnly(definition.clone()));
+    if let Err(e) = Entry::compile(probe) {
+        let at: &[&str] = match &e {
+            RegisterError::InvalidName { .. } => &["name"],
+            RegisterError::InputRootNotObject { .. } => &["inputSchema"],
+            RegisterError::Schema { which, .. } => &[*which],
+            RegisterError::ParamHeader { .. } => &["inputSchema"],
+            _ => &[],
+        };
+        return Err(Problem::new(at.iter().copied(), e.to_string()));
+    }
+    Ok(definition)
+}
+
+/// A definition with no call, to run the registry's checks on.
+struct DefinitionOnly(ToolDefinition);
+
+impl Tool for DefinitionOnly {
+    fn definition(&self) -> ToolDefinition {
+        self.0.clone()
+    }
+    fn call(&self, _args: Value, _ctx: ToolContext) -> ToolFuture<'_> {
+        Box::pin(async { Ok(CallToolResult::error("not callable")) })
+    }
+}
+
+fn path_of(p: &serde_path_to_error::Path) -> Vec<Seg> {
+    use serde_path_to_error::Segment;
+    p.iter()
+        .filter_map(|s| match s {
+            Segment::Seq { index } => Some(Seg::Index(*index)),
+            Segment::Map { key } => Some(Seg::Key(key.clone())),
+            Segment::Enum { variant } => Some(Seg::Key(variant.clone())),
+            Segment::Unknown => None,
+        })
+        .collect()
+}

@@ -341,6 +341,38 @@ impl Registry {
             .store(Arc::new(Snapshot::new(entries, self.paging)));
         true
     }
+
+    /// Removes the tools named in `remove` and adds `add`, in one step: readers see the old
+    /// set or the new one, never a mix. Every new tool is compiled first; if one is refused
+    /// (or two share a name, or one keeps the name of a tool that stays), nothing changes.
+    /// Calls already running keep the entry they started with.
+    pub fn replace(&self, remove: &[String], add: Vec<Arc<dyn Tool>>) -> Result<(), RegisterError> {
+        let compiled = add
+            .into_iter()
+            .map(|h| Entry::compile(h).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        let _guard = self.write.lock();
+        let old = self.current.load();
+        let mut entries: Vec<Arc<Entry>> = old
+            .entries
+            .iter()
+            .filter(|e| !remove.contains(&e.definition.name))
+            .cloned()
+            .collect();
+        entries.extend(compiled);
+        entries.sort_by(|a, b| a.definition.name.cmp(&b.definition.name));
+        if let Some(pair) = entries
+            .windows(2)
+            .find(|w| w[0].definition.name == w[1].definition.name)
+        {
+            return Err(RegisterError::Duplicate {
+                name: pair[0].definition.name.clone(),
+            });
+        }
+        self.current
+            .store(Arc::new(Snapshot::new(entries, self.paging)));
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -445,6 +477,33 @@ mod tests {
         assert_eq!(names, ["a", "b", "c"]);
         assert!(r.snapshot().get("b").is_some());
         assert!(r.snapshot().get("z").is_none());
+    }
+
+    #[test]
+    fn replace_is_all_or_nothing() {
+        let r = Registry::new(Paging::default());
+        for n in ["keep", "old_a", "old_b"] {
+            r.register(named(n)).unwrap();
+        }
+        let before = r.snapshot();
+        let old = ["old_a".to_owned(), "old_b".to_owned()];
+        // A new tool colliding with one that stays: nothing changes.
+        assert!(matches!(
+            r.replace(&old, vec![named("new_a"), named("keep")]),
+            Err(RegisterError::Duplicate { .. })
+        ));
+        assert!(Arc::ptr_eq(&before, &r.snapshot()));
+        r.replace(&old, vec![named("new_a"), named("old_b")])
+            .unwrap();
+        let after = r.snapshot();
+        let names: Vec<&str> = after
+            .entries()
+            .iter()
+            .map(|e| e.definition.name.as_str())
+            .collect();
+        assert_eq!(names, ["keep", "new_a", "old_b"]);
+        // The old snapshot, as a call in flight holds it, still has the old entries.
+        assert!(before.get("old_a").is_some());
     }
 
     #[test]

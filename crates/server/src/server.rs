@@ -182,6 +182,19 @@ impl Server {
         Ok(())
     }
 
+    /// Swaps a set of tools in one step ([`Registry::replace`](crate::registry::Registry::replace)):
+    /// the tools named in `remove` go, `add` come, and clients are told once. On an error
+    /// nothing changed.
+    pub fn replace_tools(
+        &self,
+        remove: &[String],
+        add: Vec<Arc<dyn Tool>>,
+    ) -> Result<(), RegisterError> {
+        self.inner.registry.replace(remove, add)?;
+        self.tools_changed();
+        Ok(())
+    }
+
     /// Removes a tool; returns whether it was registered. Clients are told as for
     /// [`Server::register`].
     pub fn unregister(&self, name: &str) -> bool {
