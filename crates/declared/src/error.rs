@@ -216,7 +216,7 @@ pub enum RunError {
         program: String,
         /// "exited with status 2", "was killed by signal 9".
         status: String,
-        /// The end of stderr.
+        /// The end of stderr (of stdout when stderr was empty).
         stderr_tail: String,
     },
     /// An output stream passed its byte cap.
@@ -231,6 +231,15 @@ pub enum RunError {
     /// value or a secret).
     #[error("{0}")]
     Http(String),
+    /// A request header could not be sent as filled in (the message names the header and
+    /// where its text came from, never the value).
+    #[error("header {header}: {reason}")]
+    Header {
+        /// The header's name.
+        header: String,
+        /// Why.
+        reason: String,
+    },
     /// The HTTP response had a status not counted as success.
     #[error("HTTP {status}{}", tail_text(.body_head))]
     Status {

@@ -1,6 +1,6 @@
 //! The file's model: what a person writes, as serde reads it from YAML, JSON or TOML.
 //!
-//! Nothing here is checked beyond its shape; [`crate::compile`] turns a [`ToolSpec`] into a
+//! Nothing here is checked beyond its shape; [`crate::DeclaredTool::compile`] turns a [`ToolSpec`] into a
 //! tool the server can run, refusing what cannot run safely.
 
 use serde::Deserialize;
@@ -123,7 +123,7 @@ pub struct CommandOptions {
     /// What the program reads on stdin, a template [default: nothing, /dev/null].
     #[serde(default)]
     pub stdin: Option<String>,
-    /// Exit statuses that count as success [default: [0]].
+    /// Exit statuses that count as success [default: `[0]`].
     #[serde(default)]
     pub ok_exit: Option<Vec<i32>>,
     /// Most bytes kept of stdout; more fails the call [default: 1MiB].

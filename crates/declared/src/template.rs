@@ -237,6 +237,18 @@ impl Template {
         }
     }
 
+    /// The same template with every placeholder accepting a value that starts with `-`, for
+    /// positions where no program can take a value for an option (a variable's value, stdin,
+    /// a working directory).
+    pub fn dash_allowed(mut self) -> Template {
+        for part in &mut self.parts {
+            if let Part::Arg(a) = part {
+                a.dash = true;
+            }
+        }
+        self
+    }
+
     /// Whether every argument it names is present (and not null) in `args`.
     pub fn is_complete(&self, args: &Map<String, Value>) -> bool {
         self.args().all(|a| present(args, &a.name))

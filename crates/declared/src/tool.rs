@@ -61,6 +61,10 @@ pub struct DeclaredTool {
     shaper: Shaper,
     timeout: Duration,
     input: InputInfo,
+    /// `outputSchema`, compiled: shaped output comes from outside (a program, an API), so a
+    /// value that breaks it is the tool's failure, reported as `isError` with the
+    /// violations, not a protocol error.
+    output: Option<toolwright_schema::Validator>,
 }
 
 impl DeclaredTool {
@@ -96,12 +100,20 @@ impl DeclaredTool {
             }
         };
         let shaper = Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?;
+        let output = match &definition.output_schema {
+            Some(s) => Some(
+                toolwright_schema::Validator::compile(s)
+                    .map_err(|e| Problem::new(["outputSchema"], e.to_string()))?,
+            ),
+            None => None,
+        };
         Ok(DeclaredTool {
             definition,
             action,
             shaper,
             timeout: spec.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0),
             input,
+            output,
         })
     }
 
@@ -134,7 +146,14 @@ impl DeclaredTool {
         let meta = out.meta;
         let mut result = match self.shaper.shape(out.bytes).await {
             Ok(Shaped::Text(text)) => CallToolResult::content(vec![Content::text(text)]),
-            Ok(Shaped::Structured(value)) => CallToolResult::structured(value),
+            Ok(Shaped::Structured(value)) => match self.output.as_ref().map(|v| v.validate(&value))
+            {
+                Some(Err(violations)) => CallToolResult::error(format!(
+                    "the output does not match the tool's outputSchema:\n{}",
+                    toolwright_schema::format_violations(&violations)
+                )),
+                _ => CallToolResult::structured(value),
+            },
             Err(e) => CallToolResult::error(e.to_string()),
         };
         if !meta.is_empty() {

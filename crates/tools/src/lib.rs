@@ -3,6 +3,7 @@
 //! - [`arith`]: `add` and `multiply`, the seed lesson's example tools.
 //! - [`search_files`]: the lesson's file search, sandboxed to the server's roots.
 //! - [`screenshot`]: `take_screenshot`, the tool-type seed's example, on headless Chromium.
+//! - [`net`]: the address policy for outgoing connections (screenshot, declared HTTP tools).
 //!
 //! Every tool here has a title, a description a model can act on (what it does, what it
 //! returns, when to use it), an `outputSchema`, and honest annotations. [`builtin`] lists
@@ -10,6 +11,7 @@
 
 pub mod arith;
 mod integers;
+pub mod net;
 pub mod screenshot;
 pub mod search_files;
 

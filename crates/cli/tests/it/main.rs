@@ -8,6 +8,7 @@ mod util;
 mod cli;
 mod client;
 mod conformance;
+mod declared;
 mod help_and_errors;
 mod http;
 mod http_client;

@@ -165,6 +165,8 @@ pub struct Server {
     /// Messages received but not yet taken.
     backlog: Vec<Value>,
     pub validate: bool,
+    /// stderr's lines, when the server was started with [`Server::start_logged`].
+    stderr: Option<Receiver<String>>,
 }
 
 impl Server {
@@ -178,12 +180,25 @@ impl Server {
 
     /// A server with these environment variables set.
     pub fn start_with_env(args: &[&str], cwd: Option<&Path>, env: &[(&str, &Path)]) -> Server {
+        Self::spawn(args, cwd, env, false)
+    }
+
+    /// A server whose stderr is kept for [`Server::stderr_until`].
+    pub fn start_logged(args: &[&str], cwd: Option<&Path>) -> Server {
+        Self::spawn(args, cwd, &[], true)
+    }
+
+    fn spawn(args: &[&str], cwd: Option<&Path>, env: &[(&str, &Path)], logged: bool) -> Server {
         let mut cmd = Command::new(bin());
         cmd.arg("serve")
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(if logged {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            });
         if let Some(d) = cwd {
             cmd.current_dir(d);
         }
@@ -191,6 +206,19 @@ impl Server {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("spawn toolwright");
+        let stderr = child.stderr.take().map(|err| {
+            let (tx, rx) = channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines() {
+                    let Ok(line) = line else { break };
+                    eprintln!("[server] {line}");
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            rx
+        });
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -209,6 +237,28 @@ impl Server {
             next_id: 1000,
             backlog: Vec::new(),
             validate: true,
+            stderr,
+        }
+    }
+
+    /// stderr's lines up to and including the first that `done` accepts (panics after
+    /// `timeout`).
+    pub fn stderr_until(&mut self, timeout: Duration, done: impl Fn(&str) -> bool) -> Vec<String> {
+        let rx = self.stderr.as_ref().expect("started with start_logged");
+        let deadline = Instant::now() + timeout;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    let stop = done(&line);
+                    lines.push(line);
+                    if stop {
+                        return lines;
+                    }
+                }
+                Err(_) => panic!("stderr never showed the line waited for; it showed {lines:#?}"),
+            }
         }
     }
 

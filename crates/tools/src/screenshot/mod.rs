@@ -12,7 +12,8 @@
 //!
 //! Layout:
 //! - `policy`: which URLs and addresses may be loaded (schemes, the caller's URL, DNS).
-//! - `addr`: the class of an address (the IANA special-purpose registries).
+//! - [`crate::net`] (outside this module): the class of an address and which classes the
+//!   policy admits, shared with declared HTTP tools.
 //! - `proxy`: the policy point every connection of the browser goes through (its tests in
 //!   `proxy_tests.rs`).
 //! - `browser`: finding Chromium, starting it lazily, reusing and restarting it, and
@@ -25,7 +26,6 @@
 //! The URL is checked before anything else happens (a refused URL never starts the browser
 //! or opens a connection). Calls run concurrently up to [`Settings::concurrency`].
 
-mod addr;
 mod browser;
 mod capture;
 mod cdp;

@@ -6,15 +6,15 @@
 //! as Chromium treats them) and every address must be admitted: public addresses always,
 //! loopback unless the operator turned it off, everything else (private, link-local,
 //! unspecified, shared, documentation, multicast, reserved) only when the operator allowed
-//! private addresses. The address classes are in `addr`.
+//! private addresses. The address classes and that decision are in [`crate::net`].
 //!
 //! The browser's own connections are policed by `proxy`, which applies the same [`Policy`]
 //! where the socket is opened; [`RequestChecker`] refuses early, without DNS, what can be
 //! read from a request's URL. A page that is not itself on loopback may not load loopback
 //! URLs, so a public page cannot pull the local machine's services into a screenshot.
 
-pub(crate) use super::addr::{AddrClass, Classified, classify};
 use super::error::Refusal;
+pub(crate) use crate::net::{AddrClass, AddressPolicy, Classified, classify, is_localhost};
 use std::net::{IpAddr, Ipv4Addr};
 use url::{Host, Url};
 
@@ -53,23 +53,23 @@ impl Policy {
 
     /// `None` when the address may be loaded; otherwise what to tell the caller.
     pub fn refuses(&self, ip: IpAddr) -> Option<(Classified, &'static str)> {
-        let c = classify(ip);
+        let decision = AddressPolicy {
+            allow_private: self.allow_private,
+            allow_loopback: self.loopback == Loopback::Allowed,
+        };
+        let c = decision.refuses(ip)?;
         let hint = match c.class {
-            AddrClass::Public => return None,
             AddrClass::Loopback => match self.loopback {
-                Loopback::Allowed => return None,
-                Loopback::Disabled => "the server was started with --screenshot-no-loopback",
+                Loopback::Disabled | Loopback::Allowed => {
+                    "the server was started with --screenshot-no-loopback"
+                }
                 Loopback::NotFromPublicPage => {
                     "only pages that are themselves on loopback may load loopback addresses"
                 }
             },
-            AddrClass::Unspecified if self.allow_private && self.loopback == Loopback::Allowed => {
-                return None;
-            }
             AddrClass::Unspecified => {
                 "it reaches the local machine; it needs --screenshot-allow-private and loopback allowed"
             }
-            _ if self.allow_private => return None,
             _ => "the server allows non-public addresses only with --screenshot-allow-private",
         };
         Some((c, hint))
@@ -124,7 +124,7 @@ pub(crate) fn parse(text: &str, page: bool) -> Result<(Url, Kind), Refusal> {
         Some(Host::Ipv6(ip)) => Target::Ip(IpAddr::V6(ip)),
         Some(Host::Domain(d)) => {
             let d = d.trim_end_matches('.').to_ascii_lowercase();
-            if d == "localhost" || d.ends_with(".localhost") {
+            if is_localhost(&d) {
                 Target::Localhost
             } else {
                 Target::Name(d, url.port_or_known_default().unwrap_or(80))

@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The coarse kind of an address, as the policy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AddrClass {
+pub enum AddrClass {
     /// Routable on the internet.
     Public,
     /// 127.0.0.0/8, ::1.
@@ -34,7 +34,7 @@ pub(crate) enum AddrClass {
 
 /// An address's class and the block it fell in (for messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Classified {
+pub struct Classified {
     /// The class.
     pub class: AddrClass,
     /// The block, such as `10.0.0.0/8 (private)`, or `public`.
@@ -58,7 +58,7 @@ const fn v6(segments: [u16; 8]) -> u128 {
 }
 
 /// Non-public IPv4 blocks: network, prefix length, class, name.
-pub(crate) const V4_BLOCKS: &[(u32, u32, AddrClass, &str)] = &[
+const V4_BLOCKS: &[(u32, u32, AddrClass, &str)] = &[
     (v4(0, 0, 0, 0), 8, Unspecified, "0.0.0.0/8 (this network)"),
     (
         v4(0, 0, 0, 0),
@@ -178,7 +178,7 @@ pub(crate) const V4_BLOCKS: &[(u32, u32, AddrClass, &str)] = &[
 ];
 
 /// Non-public IPv6 blocks (the forms that embed an IPv4 address are judged before these).
-pub(crate) const V6_BLOCKS: &[(u128, u32, AddrClass, &str)] = &[
+const V6_BLOCKS: &[(u128, u32, AddrClass, &str)] = &[
     (0, 128, Unspecified, "::/128 (unspecified)"),
     (1, 128, Loopback, "::1/128 (loopback)"),
     (0, 96, Reserved, "::/96 (IPv4-compatible, deprecated)"),
@@ -373,7 +373,7 @@ fn classify_v6(ip: Ipv6Addr) -> Classified {
 }
 
 /// The class of an address.
-pub(crate) fn classify(ip: IpAddr) -> Classified {
+pub fn classify(ip: IpAddr) -> Classified {
     match ip {
         IpAddr::V4(v) => classify_v4(v),
         IpAddr::V6(v) => classify_v6(v),

@@ -1,0 +1,303 @@
+//! Declared tools (`--config`): loading, problems placed by file, line and column, hot
+//! reload, and calls over stdio and in-process.
+
+use crate::util::{Server, modern_meta, repo_root, run_cli};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+
+const V: &str = "2025-06-18";
+
+fn write(path: &Path, text: &str) {
+    // Written beside and renamed over, as editors save: the watcher must see it either way.
+    let tmp = path.with_extension("tmp~");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn names(s: &mut Server) -> Vec<String> {
+    let r = s.request("tools/list", json!({}));
+    r["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn call(s: &mut Server, name: &str, args: Value) -> Value {
+    let r = s.request("tools/call", json!({"name": name, "arguments": args}));
+    r["result"].clone()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+const ECHO: &str = r#"tools:
+  - name: say
+    description: Print a fixed word; used to see which definition answers.
+    inputSchema: {type: object}
+    annotations: {readOnlyHint: true}
+    command: [echo, WORD]
+"#;
+
+#[test]
+fn the_seed_tools_list_loads_and_each_tool_without_an_action_is_reported() {
+    let seed = repo_root().join("tests/fixtures/declared/seed-tools.json");
+    let out = run_cli(&["tools", "--config", seed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for (line, name, i) in [(2, "add", 0), (20, "multiply", 1)] {
+        let want = format!(
+            "seed-tools.json:{line}:5: tool \"{name}\" (tools[{i}]): no action: add `command: [program, args...]`"
+        );
+        assert!(err.contains(&want), "{want}\nnot in:\n{err}");
+    }
+    assert!(
+        err.contains("2 problems in the tool files; nothing was served"),
+        "{err}"
+    );
+}
+
+#[test]
+fn problems_name_file_line_and_column_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "t.yaml",
+            "tools:\n  - name: a\n    inputSchema: {type: object}\n    command: [echo, \"{nope}\"]\n",
+            "t.yaml:4:21: tool \"a\" (tools[0]): command[1]: placeholder {nope} names no property",
+        ),
+        (
+            "t.json",
+            "{\"tools\": [\n  {\"name\": \"a\",\n   \"command\": [\"echo\"], \"timeout\": \"soon\"}\n]}\n",
+            "t.json:3:25: tool \"a\" (tools[0]): timeout:",
+        ),
+        (
+            "t.toml",
+            "[[tools]]\nname = \"a\"\ncommand = [\"echo\"]\ncomand = 1\n",
+            "t.toml:4:1: tool \"a\" (tools[0]): comand: unknown field `comand`",
+        ),
+        ("bad.yaml", "tools: [\n", "bad.yaml:2:1: not valid YAML"),
+        (
+            "bad.json",
+            "{\"tools\": [}",
+            "bad.json:1:12: not valid JSON",
+        ),
+        (
+            "t.txt",
+            "tools: []",
+            "t.txt: the file's extension says neither YAML",
+        ),
+    ];
+    for (file, text, want) in cases {
+        let path = dir.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        let out = run_cli(&["tools", "--config", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(want), "{file}: wanted {want:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn a_declared_tool_cannot_take_a_built_in_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.yaml");
+    std::fs::write(&path, "tools:\n  - name: add\n    command: [echo]\n").unwrap();
+    let out = run_cli(&["tools", "--config", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a tool named \"add\" is already registered"),
+        "{err}"
+    );
+}
+
+#[test]
+fn toolwright_yaml_in_the_current_directory_is_loaded_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolwright.yaml"),
+        ECHO.replace("WORD", "here"),
+    )
+    .unwrap();
+    let mut s = Server::start_in(&["--no-watch"], Some(dir.path())).handshake(V);
+    let listed = names(&mut s);
+    assert!(listed.contains(&"say".to_owned()), "{listed:?}");
+    assert!(
+        listed.contains(&"add".to_owned()),
+        "built-ins first: {listed:?}"
+    );
+    assert_eq!(text_of(&call(&mut s, "say", json!({}))), "here\n");
+}
+
+#[test]
+fn call_runs_a_declared_tool_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.yaml");
+    std::fs::write(
+        &path,
+        "tools:\n  - name: greet\n    inputSchema: {type: object, properties: {who: {type: string}}, required: [who]}\n    command: [echo, \"hello\", \"{who}\"]\n",
+    )
+    .unwrap();
+    let root = dir.path().to_str().unwrap();
+    let out = run_cli(&[
+        "call",
+        "greet",
+        "who=; rm -rf /",
+        "--config",
+        path.to_str().unwrap(),
+        "--root",
+        root,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["content"][0]["text"], "hello ; rm -rf /\n", "{v}");
+}
+
+#[test]
+fn hot_reload_swaps_the_tools_and_keeps_them_through_a_broken_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.yaml");
+    std::fs::write(&path, ECHO.replace("WORD", "one")).unwrap();
+    let cfg = path.to_str().unwrap().to_owned();
+    let root = dir.path().to_str().unwrap().to_owned();
+    let mut s = Server::start_logged(&["--config", &cfg, "--root", &root], None).handshake(V);
+    // A modern listener on the same connection hears about changes too.
+    let listen_id = s.next_id();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": listen_id, "method": "subscriptions/listen",
+        "params": {"_meta": modern_meta(), "notifications": {"toolsListChanged": true}}}),
+    );
+    let ack = s.recv();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(text_of(&call(&mut s, "say", json!({}))), "one\n");
+
+    // A valid edit: a new definition and a new tool, one notification of each kind.
+    let edited = format!(
+        "{}  - name: also\n    description: A second tool added by the edit.\n    command: [echo, two]\n",
+        ECHO.replace("WORD", "two")
+    );
+    write(&path, &edited);
+    let msgs = wait_for_list_changed(&mut s);
+    let legacy = msgs
+        .iter()
+        .filter(|m| m["method"] == "notifications/tools/list_changed" && m["params"].is_null())
+        .count();
+    let modern = msgs
+        .iter()
+        .filter(|m| {
+            m["method"] == "notifications/tools/list_changed"
+                && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen_id
+        })
+        .count();
+    assert_eq!((legacy, modern), (1, 1), "{msgs:#?}");
+    assert!(names(&mut s).contains(&"also".to_owned()));
+    assert_eq!(text_of(&call(&mut s, "say", json!({}))), "two\n");
+
+    // A broken edit: logged with file, line and column; the tools stay as they were.
+    write(
+        &path,
+        &format!("{edited}  - name: broken\n    command: [echo, \"{{missing}}\"]\n"),
+    );
+    let log = s.stderr_until(Duration::from_secs(10), |l| l.contains("were not reloaded"));
+    let placed = log.iter().any(|l| {
+        l.contains(
+            "tools.yaml:11:21: tool \"broken\" (tools[2]): command[1]: placeholder {missing}",
+        )
+    });
+    assert!(placed, "{log:#?}");
+    let quiet = s.drain(Duration::from_millis(300));
+    assert!(
+        !quiet
+            .iter()
+            .any(|m| m["method"] == "notifications/tools/list_changed"),
+        "{quiet:?}"
+    );
+    assert_eq!(text_of(&call(&mut s, "say", json!({}))), "two\n");
+    assert!(!names(&mut s).contains(&"broken".to_owned()));
+
+    // Not YAML at all: the same.
+    write(&path, "tools: [\n");
+    let log = s.stderr_until(Duration::from_secs(10), |l| l.contains("were not reloaded"));
+    assert!(
+        log.iter()
+            .any(|l| l.contains("tools.yaml:2:1: not valid YAML")),
+        "{log:#?}"
+    );
+    s.assert_alive();
+    assert_eq!(text_of(&call(&mut s, "say", json!({}))), "two\n");
+
+    // Mended: served again.
+    write(&path, &ECHO.replace("WORD", "three"));
+    wait_for_list_changed(&mut s);
+    assert_eq!(text_of(&call(&mut s, "say", json!({}))), "three\n");
+    assert!(!names(&mut s).contains(&"also".to_owned()));
+}
+
+#[test]
+fn a_call_in_flight_finishes_on_the_definition_it_started_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.yaml");
+    let slow = |word: &str| {
+        format!(
+            "tools:\n  - name: slow\n    description: Wait a little, then print a word.\n    command: [/bin/sh, -c, \"sleep 1; echo {word}\"]\n"
+        )
+    };
+    std::fs::write(&path, slow("old")).unwrap();
+    let cfg = path.to_str().unwrap().to_owned();
+    let root = dir.path().to_str().unwrap().to_owned();
+    let mut s = Server::start(&["--config", &cfg, "--root", &root]).handshake(V);
+    let id = s.next_id();
+    s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}}}));
+    std::thread::sleep(Duration::from_millis(200));
+    write(&path, &slow("new"));
+    let mut seen_change = false;
+    let mut answer = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while answer.is_none() && std::time::Instant::now() < deadline {
+        if let Some(m) = s.recv_timeout(Duration::from_millis(100)) {
+            if m["method"] == "notifications/tools/list_changed" {
+                seen_change = true;
+            } else if m["id"] == id {
+                answer = Some(m);
+            }
+        }
+    }
+    let answer = answer.expect("the call answered");
+    assert!(seen_change, "the edit was loaded while the call ran");
+    assert_eq!(text_of(&answer["result"]), "old\n", "{answer}");
+    assert_eq!(text_of(&call(&mut s, "slow", json!({}))), "new\n");
+}
+
+/// Messages up to and including the first `notifications/tools/list_changed`, and a little
+/// after (a second one would show there).
+fn wait_for_list_changed(s: &mut Server) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut msgs = Vec::new();
+    while std::time::Instant::now() < deadline {
+        if let Some(m) = s.recv_timeout(Duration::from_millis(100)) {
+            let done = m["method"] == "notifications/tools/list_changed";
+            msgs.push(m);
+            if done {
+                msgs.extend(s.drain(Duration::from_millis(400)));
+                return msgs;
+            }
+        }
+    }
+    panic!("no tools/list_changed within 10 s: {msgs:#?}");
+}

@@ -1,0 +1,251 @@
+//! Running the program: spawned in its own process group with a cleared environment, stdin
+//! fed, stdout and stderr read together under byte caps, the whole group killed on timeout,
+//! on cancellation, when stdout passes its cap, and after the program exits.
+
+use super::{CommandAction, argv, cwd};
+use crate::error::{RunError, Stream};
+use crate::{Output, RunContext};
+use rustix::process::{Pid, Signal, kill_process_group};
+use serde_json::{Map, Value};
+use std::os::unix::process::ExitStatusExt;
+use std::pin::pin;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::time::Instant;
+
+/// How much of stderr goes into a failure's text.
+const TAIL: usize = 2048;
+
+pub(super) async fn run(
+    action: &CommandAction,
+    args: &Map<String, Value>,
+    ctx: &RunContext<'_>,
+) -> Result<Output, RunError> {
+    // Everything that can be refused is refused before anything starts.
+    let argv = argv::build(&action.argv, args, ctx.roots)?;
+    let env = action.env.build(args)?;
+    let stdin = match &action.stdin {
+        Some(t) => Some(
+            t.render_in(args, &argv::server_env, &argv::verbatim, ctx.roots)?
+                .unwrap_or_default()
+                .into_bytes(),
+        ),
+        None => None,
+    };
+    let dir = match &action.cwd {
+        Some(t) => t.render(args, &argv::server_env, &argv::verbatim)?,
+        None => None,
+    };
+    let dir = cwd::open(dir.as_deref(), ctx.roots)?;
+
+    let mut cmd = Command::new(&action.program);
+    cmd.args(&argv)
+        .env_clear()
+        .envs(&env)
+        .current_dir(dir.path())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+        program: action.program.clone(),
+        source,
+    })?;
+    drop(dir);
+    let group = Group(
+        child
+            .id()
+            .and_then(|id| Pid::from_raw(i32::try_from(id).ok()?)),
+    );
+
+    let deadline = Instant::now()
+        .checked_add(ctx.timeout)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+    let result = supervise(action, &mut child, &group, stdin, deadline, ctx).await;
+    // Whatever happened, nothing of the call is left running, and the leader is reaped.
+    group.kill();
+    if result.is_err() {
+        // The leader by its pid too, should the group kill have failed.
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+    let (status, stdout, stderr) = result?;
+
+    match status.code() {
+        Some(code) if action.ok_exit.contains(&code) => {
+            let mut meta = Map::new();
+            meta.insert("exitCode".into(), code.into());
+            Ok(Output {
+                bytes: stdout,
+                meta,
+            })
+        }
+        // Some programs (GNU units among them) say what went wrong on stdout: with nothing
+        // on stderr, the end of stdout explains the failure instead.
+        _ => Err(RunError::Exit {
+            program: action.program.clone(),
+            status: describe(status),
+            stderr_tail: if stderr.iter().all(u8::is_ascii_whitespace) {
+                tail_text(&stdout)
+            } else {
+                tail_text(&stderr)
+            },
+        }),
+    }
+}
+
+/// The process group of the call's program (`None` if its id could not be read).
+struct Group(Option<Pid>);
+
+impl Group {
+    /// SIGKILL to every process in the group (an empty group is fine).
+    fn kill(&self) {
+        if let Some(pid) = self.0 {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+    }
+}
+
+/// Waits for the program and its output, within the deadline and until cancelled.
+async fn supervise(
+    action: &CommandAction,
+    child: &mut Child,
+    group: &Group,
+    stdin: Option<Vec<u8>>,
+    deadline: Instant,
+    ctx: &RunContext<'_>,
+) -> Result<(ExitStatus, Vec<u8>, Vec<u8>), RunError> {
+    let out = child.stdout.take().ok_or_else(|| io_gone("stdout"))?;
+    let err = child.stderr.take().ok_or_else(|| io_gone("stderr"))?;
+    let input = child.stdin.take();
+    let max_stdout = action.max_stdout;
+    let max_stderr = usize::try_from(action.max_stderr).unwrap_or(usize::MAX);
+    let mut io = pin!(async move {
+        let (out, err, ()) = tokio::try_join!(
+            read_capped(out, max_stdout),
+            async { Ok(read_tail(err, max_stderr).await?) },
+            async { Ok(feed(input, stdin).await?) },
+        )?;
+        Ok::<_, RunError>((out, err))
+    });
+    let mut output = None;
+    let mut status = None;
+    loop {
+        if let (Some(s), Some(_)) = (status, &output) {
+            let (out, err) = output.take().unwrap_or_default();
+            return Ok((s, out, err));
+        }
+        tokio::select! {
+            () = ctx.cancel.cancelled() => return Err(RunError::Cancelled),
+            () = tokio::time::sleep_until(deadline) => return Err(RunError::Timeout(ctx.timeout)),
+            r = &mut io, if output.is_none() => output = Some(r?),
+            s = child.wait(), if status.is_none() => {
+                status = Some(s?);
+                // The leader is done: what it left in its group goes now, which also closes
+                // their ends of the pipes so reading can finish.
+                group.kill();
+            }
+        }
+    }
+}
+
+fn io_gone(what: &str) -> RunError {
+    RunError::Io(std::io::Error::other(format!(
+        "the program's {what} was not captured"
+    )))
+}
+
+/// Reads all of `r`; more than `cap` bytes is [`RunError::TooLarge`] (reading stops there).
+async fn read_capped(r: impl AsyncRead + Unpin, cap: u64) -> Result<Vec<u8>, RunError> {
+    let mut out = Vec::new();
+    r.take(cap.saturating_add(1)).read_to_end(&mut out).await?;
+    if out.len() as u64 > cap {
+        return Err(RunError::TooLarge {
+            stream: Stream::Stdout,
+            limit: cap,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads all of `r`, keeping the last `cap` bytes.
+async fn read_tail(mut r: impl AsyncRead + Unpin, cap: usize) -> std::io::Result<Vec<u8>> {
+    let mut keep = Vec::new();
+    let mut buf = vec![0; 16 << 10];
+    loop {
+        let n = r.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        keep.extend_from_slice(&buf[..n]);
+        if keep.len() > cap.saturating_mul(2).max(buf.len()) {
+            keep.drain(..keep.len() - cap);
+        }
+    }
+    if keep.len() > cap {
+        keep.drain(..keep.len() - cap);
+    }
+    Ok(keep)
+}
+
+/// Writes `bytes` to the program's stdin and closes it; a program that stops reading is
+/// not an error.
+async fn feed(w: Option<ChildStdin>, bytes: Option<Vec<u8>>) -> std::io::Result<()> {
+    let (Some(mut w), Some(bytes)) = (w, bytes) else {
+        return Ok(());
+    };
+    match w.write_all(&bytes).await {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+/// "exited with status 2", "was killed by signal 9".
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        (None, None) => format!("ended: {status}"),
+    }
+}
+
+/// The last [`TAIL`] bytes of stderr as text, starting at a character boundary.
+fn tail_text(stderr: &[u8]) -> String {
+    let mut start = stderr.len().saturating_sub(TAIL);
+    while start < stderr.len() && start > 0 && (stderr[start] & 0xC0) == 0x80 {
+        start += 1;
+    }
+    String::from_utf8_lossy(&stderr[start..]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tails() {
+        table! { |bytes: Vec<u8>, want: String| assert_eq!(tail_text(&bytes), want);
+            (b"short".to_vec(), "short".to_owned());
+            ([b"x".repeat(5000), b"END".to_vec()].concat(), format!("{}END", "x".repeat(TAIL - 3)));
+            // A cut in the middle of "é" (2 bytes) starts after it.
+            ([b"a".repeat(10), "é".repeat(TAIL / 2).into_bytes(), b"!".to_vec()].concat(), format!("{}!", "é".repeat(TAIL / 2 - 1)));
+            (b"bad \xff".to_vec(), "bad \u{FFFD}".to_owned());
+        }
+    }
+
+    #[tokio::test]
+    async fn tail_keeps_the_end() {
+        let data = [b"x".repeat(100_000), b"END".to_vec()].concat();
+        let kept = read_tail(&data[..], 64).await.unwrap();
+        assert_eq!(kept.len(), 64);
+        assert!(kept.ends_with(b"xEND"));
+        assert_eq!(read_tail(&b"abc"[..], 0).await.unwrap(), b"");
+    }
+}
