@@ -240,8 +240,11 @@ pub fn write(
          \"did not install\" = the peer's install step failed on this machine (the reason is \
          below)."
     );
+    if !notes.is_empty() {
+        md.push('\n');
+    }
     for n in notes {
-        let _ = writeln!(md, "\n- {n}");
+        let _ = writeln!(md, "- {n}");
     }
     for g in groups {
         g.write(md, c, t);
