@@ -9,18 +9,30 @@
 //! loadgen http            [common] [--clients N] [--calls N] [--warmup N] [--threads N]
 //!                         (--url http://127.0.0.1:PORT/mcp | -- CMD ARGS with {port})
 //! loadgen floor           [--http 127.0.0.1:PORT]
+//! loadgen spawn           [common] [--calls N] [--warmup N] [--concurrency C] -- PROG ARGS...
+//! loadgen http-get        [common] [--calls N] [--warmup N] [--concurrency C] --url URL
+//!                         [--expect-text S]
+//! loadgen json-server     [--addr 127.0.0.1:PORT] [--port-file F] [--max-secs S]
 //! loadgen report          --results FILE --out FILE --server LABEL=NAME... [--meta K=V]...
 //!                         [--note TEXT]... [--summary FILE] [--require-all]
+//!                         [--cmd-server LABEL=NAME]... [--http-server LABEL=NAME]...
+//!                         [--declared-note TEXT]...  (declared-tool section: floor,
+//!                         subject, then peers, in that order)
 //! common: --era legacy|modern  --protocol-version V  --env K=V  --label NAME  --run N
 //!         --max-secs S (measured part)  --timeout-secs S (whole command)  --stderr FILE
+//!         --measure NAME (the line's `measure`, default the subcommand)
+//! stdio-seq, stdio-pipelined: --tool NAME --arguments JSON [--expect-text S] call that
+//!         tool instead of `add` (checked: not isError, S in its result)
 //! ```
 //!
 //! Every measurement prints one JSON object on one line to stdout; on failure that
 //! object carries an `error` field and the exit code is 1.
 
+mod direct;
 mod floor;
 mod http;
 mod http1;
+mod jsonsrv;
 mod procs;
 mod proto;
 mod report;
@@ -34,7 +46,7 @@ use anyhow::{Result, anyhow, bail};
 use serde_json::{Value, json};
 
 use procs::ServerCmd;
-use proto::{Era, Proto};
+use proto::{Era, Proto, Work};
 
 /// Parsed command line.
 #[derive(Debug)]
@@ -124,6 +136,14 @@ impl Args {
         })
     }
 
+    fn work(&self) -> Result<Work> {
+        match (self.get("tool"), self.get("arguments")) {
+            (None, None) if self.get("expect-text").is_none() => Ok(Work::Add),
+            (Some(name), args) => Work::tool(name, args.unwrap_or("{}"), self.get("expect-text")),
+            _ => bail!("--arguments and --expect-text need --tool NAME"),
+        }
+    }
+
     fn max(&self, default: f64) -> Result<Duration> {
         Ok(Duration::from_secs_f64(self.num("max-secs", default)?))
     }
@@ -143,6 +163,16 @@ fn stdio_opts(a: &Args) -> Result<stdio::StdioOpts> {
         inflight: a.num("inflight", 64)?,
         samples: a.num("samples", 5)?,
         expect_tools: a.num("expect", 1_000)?,
+        work: a.work()?,
+    })
+}
+
+fn direct_opts(a: &Args) -> Result<direct::DirectOpts> {
+    Ok(direct::DirectOpts {
+        calls: a.num("calls", 2_000)?,
+        warmup: a.num("warmup", 20)?,
+        concurrency: a.num("concurrency", 1)?,
+        max: a.max(5.0)?,
     })
 }
 
@@ -160,6 +190,13 @@ fn measure(a: &Args) -> Result<Value> {
             let mut o = stdio_opts(a)?;
             o.samples = a.num("samples", 50)?;
             stdio::tools_list(&o)
+        }
+        "spawn" => direct::spawn(&direct_opts(a)?, &a.cmd),
+        "http-get" => {
+            let url = a
+                .get("url")
+                .ok_or_else(|| anyhow!("http-get: --url http://127.0.0.1:PORT/PATH"))?;
+            direct::http_get(&direct_opts(a)?, url, a.get("expect-text"))
         }
         "http" => {
             let url = a.get("url").map(str::to_owned);
@@ -185,7 +222,8 @@ fn measure(a: &Args) -> Result<Value> {
 
 fn usage() -> &'static str {
     "loadgen: raw JSON-RPC load generator for MCP servers\n\
-     subcommands: cold-start stdio-seq stdio-pipelined tools-list http floor report\n\
+     subcommands: cold-start stdio-seq stdio-pipelined tools-list http floor\n\
+     \x20            spawn http-get json-server report\n\
      see the top of bench/loadgen/src/main.rs or bench/README.md for options"
 }
 
@@ -216,8 +254,33 @@ fn main() -> ExitCode {
                 }
             }
         }
+        "json-server" => run_json_server(&args),
         "report" => run_report(&args),
         _ => run_measure(&args),
+    }
+}
+
+fn run_json_server(a: &Args) -> ExitCode {
+    let go = || -> Result<()> {
+        let lifetime = a.max(600.0)?;
+        let port_file = a.get("port-file").map(str::to_owned);
+        jsonsrv::run(a.get("addr").unwrap_or("127.0.0.1:0"), lifetime, |port| {
+            eprintln!("json-server: listening on 127.0.0.1:{port}");
+            if let Some(f) = &port_file {
+                // Written whole under another name, then renamed: a reader never sees half.
+                let tmp = format!("{f}.tmp");
+                std::fs::write(&tmp, format!("{port}\n"))?;
+                std::fs::rename(&tmp, f)?;
+            }
+            Ok(())
+        })
+    };
+    match go() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("json-server: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -237,6 +300,9 @@ fn run_report(a: &Args) -> ExitCode {
             meta: a.pairs("meta")?,
             notes: a.all("note").map(str::to_owned).collect(),
             require_all: a.flags.iter().any(|f| f == "--require-all"),
+            cmd_servers: a.pairs("cmd-server")?,
+            http_servers: a.pairs("http-server")?,
+            declared_notes: a.all("declared-note").map(str::to_owned).collect(),
         })
     };
     let o = match build() {
@@ -270,7 +336,7 @@ fn run_report(a: &Args) -> ExitCode {
 fn run_measure(a: &Args) -> ExitCode {
     let label = a.get("label").unwrap_or("server").to_owned();
     let mut line = json!({
-        "measure": a.sub,
+        "measure": a.get("measure").unwrap_or(a.sub.as_str()),
         "label": label,
         "run": a.get("run").and_then(|r| r.parse::<u64>().ok()),
         "era": a.get("era").unwrap_or("legacy"),
@@ -365,6 +431,25 @@ mod tests {
                 .is_err()
         );
     }
+    #[test]
+    fn named_tool_work() {
+        let a = parse_args(&args(
+            "stdio-seq --tool t --arguments {\"x\":1} --expect-text ok",
+        ))
+        .unwrap();
+        assert!(matches!(a.work().unwrap(), Work::Tool { name, .. } if name == "t"));
+        assert!(matches!(
+            parse_args(&args("stdio-seq")).unwrap().work().unwrap(),
+            Work::Add
+        ));
+        assert!(
+            parse_args(&args("stdio-seq --arguments {}"))
+                .unwrap()
+                .work()
+                .is_err()
+        );
+    }
+
     #[test]
     fn modern_era() {
         assert_eq!(

@@ -98,6 +98,21 @@ impl Proto {
         );
     }
 
+    /// Appends a `tools/call` of tool `name` with `arguments` (a JSON object, written as
+    /// given) to `out`, without a newline.
+    pub fn call_named(&self, out: &mut Vec<u8>, id: u64, name: &str, arguments: &str) {
+        let meta = match self.era {
+            Era::Legacy => "",
+            Era::Modern => MODERN_META,
+        };
+        let comma = if meta.is_empty() { "" } else { "," };
+        // The name was checked to need no escaping when the work was built.
+        let _ = write!(
+            out,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}{comma}{meta}}}}}"#
+        );
+    }
+
     /// A `tools/list` request, optionally for the page after `cursor`.
     pub fn tools_list(&self, id: u64, cursor: Option<&str>) -> String {
         let mut params = Vec::new();
@@ -253,6 +268,106 @@ pub fn check_add(result: &RawValue, n: u64) -> Result<()> {
     Ok(())
 }
 
+/// What each measured call does: the `add` tool (its sum checked), or a named tool with
+/// fixed arguments (a declared tool, a peer's command tool), checked for `isError` and,
+/// when asked, for a piece of text in its result.
+#[derive(Clone, Debug, Default)]
+pub enum Work {
+    /// `tools/call add` with operands from the id; the sum is checked.
+    #[default]
+    Add,
+    /// `tools/call NAME` with the same arguments every time.
+    Tool {
+        /// Tool name (plain characters only: it is written without escaping).
+        name: String,
+        /// The arguments, as a JSON object's text (re-serialised compactly).
+        arguments: String,
+        /// Text the result must contain: in a text block, or in `structuredContent`
+        /// serialised as JSON.
+        expect: Option<String>,
+    },
+}
+
+impl Work {
+    /// A named tool call; `arguments` must be a JSON object.
+    pub fn tool(name: &str, arguments: &str, expect: Option<&str>) -> Result<Self> {
+        if name.is_empty()
+            || name
+                .chars()
+                .any(|c| c == '"' || c == '\\' || c.is_control())
+        {
+            bail!("tool name {name:?}: only plain characters are allowed");
+        }
+        let v: serde_json::Value = serde_json::from_str(arguments)
+            .with_context(|| format!("--arguments is not JSON: {arguments:?}"))?;
+        if !v.is_object() {
+            bail!("--arguments must be a JSON object, got {arguments:?}");
+        }
+        Ok(Self::Tool {
+            name: name.to_owned(),
+            arguments: v.to_string(),
+            expect: expect.map(str::to_owned),
+        })
+    }
+
+    /// Appends call number `id` (without a newline) to `out`.
+    pub fn request(&self, proto: &Proto, out: &mut Vec<u8>, id: u64) {
+        match self {
+            Work::Add => {
+                let (a, b) = operands(id);
+                proto.call_add(out, id, a, b);
+            }
+            Work::Tool {
+                name, arguments, ..
+            } => proto.call_named(out, id, name, arguments),
+        }
+    }
+
+    /// Checks the result of call number `id`.
+    pub fn check(&self, result: &RawValue, id: u64) -> Result<()> {
+        match self {
+            Work::Add => check_add(result, id),
+            Work::Tool { name, expect, .. } => check_tool(result, name, expect.as_deref()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct AnyResult<'a> {
+    #[serde(rename = "structuredContent", borrow, default)]
+    structured: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Vec<ContentBlock<'a>>,
+    #[serde(rename = "isError", default)]
+    is_error: bool,
+}
+
+/// Checks a named tool's result: not `isError`, and `expect` (if any) found in a text
+/// block or in `structuredContent`.
+pub fn check_tool(result: &RawValue, name: &str, expect: Option<&str>) -> Result<()> {
+    let r: AnyResult<'_> = serde_json::from_str(result.get())
+        .with_context(|| format!("bad tools/call result: {}", result.get()))?;
+    let brief = || result.get().chars().take(300).collect::<String>();
+    if r.is_error {
+        bail!("tools/call {name} returned isError: {}", brief());
+    }
+    let Some(want) = expect else {
+        return Ok(());
+    };
+    let in_text = r
+        .content
+        .iter()
+        .any(|c| c.text.as_deref().is_some_and(|t| t.contains(want)));
+    let in_structured = r.structured.is_some_and(|s| {
+        serde_json::from_str::<serde_json::Value>(s.get())
+            .is_ok_and(|v| v.to_string().contains(want))
+    });
+    if !in_text && !in_structured {
+        bail!("tools/call {name}: {want:?} not in the result: {}", brief());
+    }
+    Ok(())
+}
+
 /// One `tools/list` page: its tools (counted, not kept) and the next cursor.
 #[derive(Deserialize)]
 pub struct ToolsPage {
@@ -394,6 +509,44 @@ mod tests {
             panic!("not a response");
         };
         assert_eq!((id, result.into_parts()), (3, (2, Some("x".into()))));
+    }
+
+    #[test]
+    fn named_call_is_json_in_both_eras() {
+        let w = Work::tool("run", r#"{ "command": ["true"] }"#, None).unwrap();
+        for p in [legacy(), modern()] {
+            let mut v = Vec::new();
+            w.request(&p, &mut v, 5);
+            let v: serde_json::Value = serde_json::from_slice(&v).unwrap();
+            assert_eq!(
+                (
+                    &v["params"]["name"],
+                    &v["params"]["arguments"]["command"][0]
+                ),
+                (&serde_json::json!("run"), &serde_json::json!("true"))
+            );
+        }
+    }
+
+    #[test]
+    fn named_work_refuses_bad_input() {
+        assert!(Work::tool("a\"b", "{}", None).is_err());
+        assert!(Work::tool("a", "[1]", None).is_err());
+        assert!(Work::tool("a", "{", None).is_err());
+    }
+
+    #[test]
+    fn named_result_is_checked() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let empty = raw(r#"{"content":[]}"#);
+        assert!(check_tool(&empty, "t", None).is_ok());
+        assert!(check_tool(&empty, "t", Some("ok")).is_err());
+        let failed = raw(r#"{"content":[],"isError":true}"#);
+        assert!(check_tool(&failed, "t", None).is_err());
+        let text = raw(r#"{"content":[{"type":"text","text":"{\"ok\":true}"}]}"#);
+        assert!(check_tool(&text, "t", Some(r#""ok":true"#)).is_ok());
+        let structured = raw(r#"{"content":[],"structuredContent":{"ok": true}}"#);
+        assert!(check_tool(&structured, "t", Some(r#""ok":true"#)).is_ok());
     }
 
     #[test]

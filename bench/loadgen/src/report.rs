@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 use crate::stats;
 
+mod declared;
+
 /// One figure of the table: where it comes from and which way is better.
 pub struct Figure {
     /// Stable key (used in the JSON summary).
@@ -167,6 +169,12 @@ pub struct ReportOpts {
     pub notes: Vec<String>,
     /// Fail unless every figure was produced for every server.
     pub require_all: bool,
+    /// Declared-tool section, command group: floor, subject, peers (label, display name).
+    pub cmd_servers: Vec<(String, String)>,
+    /// Declared-tool section, HTTP group: floor, subject, peers.
+    pub http_servers: Vec<(String, String)>,
+    /// Free-text lines of the declared-tool section.
+    pub declared_notes: Vec<String>,
 }
 
 #[derive(Default)]
@@ -201,7 +209,7 @@ fn collect(text: &str) -> Collected {
                 .or_insert_with(|| err.to_owned());
             continue;
         }
-        for f in FIGURES.iter().filter(|f| f.measure == measure) {
+        for f in all_figures().filter(|f| f.measure == measure) {
             if let Some(x) = v[f.field].as_f64().filter(|x| x.is_finite()) {
                 c.values
                     .entry((label.clone(), f.key))
@@ -322,104 +330,86 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
     for (k, v) in &o.meta {
         let _ = writeln!(md, "- **{k}:** {v}");
     }
-    let _ = writeln!(md, "\n## Figures\n");
-    let _ = writeln!(
-        md,
-        "Each cell is the median over {} run(s). Ratios are {} ÷ peer: for ↑ figures above 1 is \
-         better, for ↓ figures below 1 is better. \"missing\" = server not available in this run, \
-         \"failed\" = the measurement errored (see below).\n",
-        c.runs.max(1),
-        o.servers.first().map_or("subject", |s| s.1.as_str())
-    );
-    let mut header = String::from("| Figure | Unit |");
-    let mut rule = String::from("|---|---|");
-    for (_, name) in &o.servers {
-        let _ = write!(header, " {name} |");
-        rule.push_str("---:|");
-    }
-    for (_, name) in &peers {
-        let _ = write!(header, " ÷ {name} |");
-        rule.push_str("---:|");
-    }
-    let _ = writeln!(md, "{header}\n{rule}");
-    for f in FIGURES {
-        let arrow = if f.higher_better { "↑" } else { "↓" };
-        let mut row = format!("| {} {arrow} | {} |", f.title, f.unit);
-        for (label, _) in &o.servers {
-            let _ = write!(row, " {} |", t.cell(label, f));
-        }
-        for (label, _) in &peers {
-            let ratio = match (t.get(&subject, f.key), t.get(label, f.key)) {
-                (Some(a), Some(b)) if b != 0.0 => fmt_ratio(a / b),
-                _ => "—".into(),
-            };
-            let _ = write!(row, " {ratio} |");
-        }
-        let _ = writeln!(md, "{row}");
-    }
-
-    let _ = writeln!(md, "\n## Targets of issue 8\n");
-    let _ = writeln!(
-        md,
-        "\"Met\" is checked on the medians of the table. \"Runs met\" checks each run on its own: \
-         its value against the bound from the peers' values of the same run (each run's median \
-         where it has several), since the host drifts between runs; \"Run median\" is the \
-         median over runs of value ÷ bound. Argument validation < 2 µs is measured by the \
-         Criterion benches, not here.\n"
-    );
-    let _ = writeln!(
-        md,
-        "| Target | {} | Bound | Met | Runs met | Run median (value ÷ bound) |\n|---|---:|---:|---|---:|---:|",
-        o.servers.first().map_or("subject", |s| s.1.as_str())
-    );
-    let runs: Vec<u64> = (1..=c.runs as u64).collect();
-    let per_run: Vec<Vec<Target>> = runs
-        .iter()
-        .map(|&r| targets(&|l, k| run_value(&c, r, l, k)))
-        .collect();
-    for (i, (name, key, bound, higher)) in targets(&|l, k| t.get(l, k)).into_iter().enumerate() {
-        let value = t.get(&subject, key);
-        let met = match (value, bound) {
-            (Some(v), Some(b)) => {
-                if (higher && v >= b) || (!higher && v <= b) {
-                    "yes"
-                } else {
-                    "no"
-                }
-            }
-            _ => "n/a",
-        };
-        let show = |x: Option<f64>| x.map_or("—".into(), fmt_num);
-        // value ÷ bound per run: ≥ 1 meets a ↑ target, ≤ 1 a ↓ one.
-        let quotients: Vec<f64> = runs
-            .iter()
-            .zip(&per_run)
-            .filter_map(|(&r, ts)| {
-                let v = run_value(&c, r, &subject, key)?;
-                let b = ts[i].2?;
-                (b != 0.0).then_some(v / b)
-            })
-            .collect();
-        let runs_met = quotients
-            .iter()
-            .filter(|&&q| if higher { q >= 1.0 } else { q <= 1.0 })
-            .count();
-        let run_cells = if quotients.is_empty() {
-            "— | —".to_owned()
-        } else {
-            format!(
-                "{runs_met}/{} | {}",
-                quotients.len(),
-                stats::median(&quotients).map_or("—".into(), fmt_ratio)
-            )
-        };
+    if !o.servers.is_empty() {
+        let _ = writeln!(md, "\n## Figures\n");
         let _ = writeln!(
             md,
-            "| {name} | {} | {}{} | {met} | {run_cells} |",
-            show(value),
-            if higher { "≥ " } else { "≤ " },
-            show(bound)
+            "Each cell is the median over {} run(s). Ratios are {} ÷ peer: for ↑ figures above 1 is \
+             better, for ↓ figures below 1 is better. \"missing\" = server not available in this run, \
+             \"failed\" = the measurement errored (see below).\n",
+            c.runs.max(1),
+            o.servers.first().map_or("subject", |s| s.1.as_str())
         );
+        let mut header = String::from("| Figure | Unit |");
+        let mut rule = String::from("|---|---|");
+        for (_, name) in &o.servers {
+            let _ = write!(header, " {name} |");
+            rule.push_str("---:|");
+        }
+        for (_, name) in &peers {
+            let _ = write!(header, " ÷ {name} |");
+            rule.push_str("---:|");
+        }
+        let _ = writeln!(md, "{header}\n{rule}");
+        for f in FIGURES {
+            let arrow = if f.higher_better { "↑" } else { "↓" };
+            let mut row = format!("| {} {arrow} | {} |", f.title, f.unit);
+            for (label, _) in &o.servers {
+                let _ = write!(row, " {} |", t.cell(label, f));
+            }
+            for (label, _) in &peers {
+                let ratio = match (t.get(&subject, f.key), t.get(label, f.key)) {
+                    (Some(a), Some(b)) if b != 0.0 => fmt_ratio(a / b),
+                    _ => "—".into(),
+                };
+                let _ = write!(row, " {ratio} |");
+            }
+            let _ = writeln!(md, "{row}");
+        }
+
+        let _ = writeln!(md, "\n## Targets of issue 8\n");
+        let _ = writeln!(
+            md,
+            "\"Met\" is checked on the medians of the table. \"Runs met\" checks each run on its own: \
+             its value against the bound from the peers' values of the same run (each run's median \
+             where it has several), since the host drifts between runs; \"Run median\" is the \
+             median over runs of value ÷ bound. Argument validation < 2 µs is measured by the \
+             Criterion benches, not here.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| Target | {} | Bound | Met | Runs met | Run median (value ÷ bound) |\n|---|---:|---:|---|---:|---:|",
+            o.servers.first().map_or("subject", |s| s.1.as_str())
+        );
+        let met = target_rows(&mut md, &c, &t, &subject, &targets);
+        for (name, m) in &met {
+            eprintln!("target {name}: {m}");
+        }
+    }
+    let groups = [
+        declared::Group {
+            title: "Command-backed tool (`/bin/true`), stdio",
+            floor_word: "bare spawn",
+            prefix: "cmd",
+            p50_bound: 1.3,
+            servers: &o.cmd_servers,
+        },
+        declared::Group {
+            title: "HTTP-backed tool (GET → `{\"ok\":true}`), stdio",
+            floor_word: "direct request",
+            prefix: "httptool",
+            p50_bound: 1.5,
+            servers: &o.http_servers,
+        },
+    ];
+    let groups: Vec<_> = groups
+        .into_iter()
+        .filter(|g| !g.servers.is_empty())
+        .collect();
+    if !groups.is_empty() {
+        for (name, m) in declared::write(&mut md, &c, &t, &groups, &o.declared_notes) {
+            eprintln!("target {name}: {m}");
+        }
     }
 
     if !o.notes.is_empty() {
@@ -428,7 +418,9 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
             let _ = writeln!(md, "- {n}");
         }
     }
-    let _ = writeln!(md, "\n## How each figure is measured\n\n{METHOD}");
+    if !o.servers.is_empty() {
+        let _ = writeln!(md, "\n## How each figure is measured\n\n{METHOD}");
+    }
     if !c.missing.is_empty() || !c.errors.is_empty() {
         let _ = writeln!(md, "\n## Missing servers and failed measurements\n");
         let mut missing: Vec<_> = c.missing.iter().collect();
@@ -457,11 +449,86 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
         }
         summary.insert(label.clone(), Value::Object(per));
     }
+    for g in &groups {
+        absent.extend(g.absent(&t));
+        for (label, _) in g.servers {
+            if let Value::Object(per) = summary
+                .entry(label.clone())
+                .or_insert_with(|| Value::Object(serde_json::Map::new()))
+            {
+                g.summary(&t, label, per);
+            }
+        }
+    }
     if let Some(path) = &o.summary {
         std::fs::write(path, serde_json::to_string_pretty(&Value::Object(summary))?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(absent)
+}
+
+/// Writes the rows of a target table (after its header): each target on the medians, run
+/// by run, and the median of value ÷ bound. Returns each target's name and whether it was
+/// met ("yes", "no", "n/a").
+fn target_rows(
+    md: &mut String,
+    c: &Collected,
+    t: &Table<'_>,
+    subject: &str,
+    build: &dyn Fn(&Lookup<'_>) -> Vec<Target>,
+) -> Vec<(String, &'static str)> {
+    let mut met_list = Vec::new();
+    let runs: Vec<u64> = (1..=c.runs as u64).collect();
+    let per_run: Vec<Vec<Target>> = runs
+        .iter()
+        .map(|&r| build(&|l, k| run_value(c, r, l, k)))
+        .collect();
+    for (i, (name, key, bound, higher)) in build(&|l, k| t.get(l, k)).into_iter().enumerate() {
+        let value = t.get(subject, key);
+        let met = match (value, bound) {
+            (Some(v), Some(b)) => {
+                if (higher && v >= b) || (!higher && v <= b) {
+                    "yes"
+                } else {
+                    "no"
+                }
+            }
+            _ => "n/a",
+        };
+        let show = |x: Option<f64>| x.map_or("—".into(), fmt_num);
+        // value ÷ bound per run: ≥ 1 meets a ↑ target, ≤ 1 a ↓ one.
+        let quotients: Vec<f64> = runs
+            .iter()
+            .zip(&per_run)
+            .filter_map(|(&r, ts)| {
+                let v = run_value(c, r, subject, key)?;
+                let b = ts[i].2?;
+                (b != 0.0).then_some(v / b)
+            })
+            .collect();
+        let runs_met = quotients
+            .iter()
+            .filter(|&&q| if higher { q >= 1.0 } else { q <= 1.0 })
+            .count();
+        let run_cells = if quotients.is_empty() {
+            "— | —".to_owned()
+        } else {
+            format!(
+                "{runs_met}/{} | {}",
+                quotients.len(),
+                stats::median(&quotients).map_or("—".into(), fmt_ratio)
+            )
+        };
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {}{} | {met} | {run_cells} |",
+            show(value),
+            if higher { "≥ " } else { "≤ " },
+            show(bound)
+        );
+        met_list.push((name, met));
+    }
+    met_list
 }
 
 /// A server's value of a figure in one run (the median when the run holds several).
@@ -473,14 +540,22 @@ fn run_value(c: &Collected, run: u64, label: &str, key: &str) -> Option<f64> {
 
 /// The `&'static` figure key equal to `key`.
 fn key_static(key: &str) -> Option<&'static str> {
-    FIGURES.iter().map(|f| f.key).find(|k| *k == key)
+    all_figures().map(|f| f.key).find(|k| *k == key)
 }
 
-type Target = (&'static str, &'static str, Option<f64>, bool);
+/// The figures of every section.
+fn all_figures() -> impl Iterator<Item = &'static Figure> {
+    FIGURES.iter().chain(declared::FIGURES)
+}
+
+type Target = (String, &'static str, Option<f64>, bool);
+
+/// A server's value of a figure: (label, figure key) → value.
+type Lookup<'a> = dyn Fn(&str, &str) -> Option<f64> + 'a;
 
 /// The issue's targets as (description, figure, bound, higher-is-better), with the bounds
 /// computed from the peers' values that `g` gives (label, figure key).
-fn targets(g: &dyn Fn(&str, &str) -> Option<f64>) -> Vec<Target> {
+fn targets(g: &Lookup<'_>) -> Vec<Target> {
     let mul = |x: Option<f64>, m: f64| x.map(|v| v * m);
     let min = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -542,6 +617,9 @@ fn targets(g: &dyn Fn(&str, &str) -> Option<f64>) -> Vec<Target> {
             false,
         ),
     ]
+    .into_iter()
+    .map(|(name, key, bound, higher): (&str, _, _, _)| (name.to_owned(), key, bound, higher))
+    .collect()
 }
 
 const METHOD: &str = "\

@@ -14,7 +14,7 @@ use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use crate::procs::{self, ServerCmd};
-use crate::proto::{self, Incoming, Proto, ToolsPage};
+use crate::proto::{self, Incoming, Proto, ToolsPage, Work};
 use crate::stats;
 
 /// A running server spoken to over its stdin/stdout.
@@ -110,15 +110,14 @@ impl StdioServer {
         }
     }
 
-    /// One `tools/call add`, checked; returns its round-trip time.
-    pub fn call_add(&mut self, buf: &mut Vec<u8>) -> Result<Duration> {
+    /// One `tools/call` of `work`, checked; returns its round-trip time.
+    pub fn call(&mut self, work: &Work, buf: &mut Vec<u8>) -> Result<Duration> {
         let id = self.take_id();
-        let (a, b) = proto::operands(id);
         buf.clear();
-        self.proto.call_add(buf, id, a, b);
+        work.request(&self.proto, buf, id);
         let t = Instant::now();
         self.roundtrip(buf, id, |line| {
-            proto::parse_incoming(line)?.try_map(|got, r| proto::check_add(r, got))
+            proto::parse_incoming(line)?.try_map(|got, r| work.check(r, got))
         })?;
         Ok(t.elapsed())
     }
@@ -144,7 +143,13 @@ impl StdioServer {
     }
 
     /// Keeps `inflight` calls outstanding until `calls` were sent or `max` elapsed.
-    pub fn pipelined(&mut self, calls: u64, inflight: usize, max: Duration) -> Result<Pipelined> {
+    pub fn pipelined(
+        &mut self,
+        work: &Work,
+        calls: u64,
+        inflight: usize,
+        max: Duration,
+    ) -> Result<Pipelined> {
         let first = self.next_id;
         let fence = first + calls;
         self.next_id = fence + 1;
@@ -162,8 +167,7 @@ impl StdioServer {
                 let mut i = 0;
                 let mut put = |w: &mut BufWriter<ChildStdin>, id: u64| -> Result<()> {
                     buf.clear();
-                    let (a, b) = proto::operands(id);
-                    proto.call_add(&mut buf, id, a, b);
+                    work.request(proto, &mut buf, id);
                     buf.push(b'\n');
                     w.write_all(&buf).context("writing to server stdin")
                 };
@@ -207,7 +211,7 @@ impl StdioServer {
                         if id < first || id > fence {
                             bail!("unexpected response id {id}");
                         }
-                        proto::check_add(result, id)?;
+                        work.check(result, id)?;
                         if id == fence {
                             expected = Some(sent.load(Ordering::Acquire));
                         } else {
@@ -278,6 +282,8 @@ pub struct StdioOpts {
     pub samples: usize,
     /// Minimum number of tools `tools/list` must return.
     pub expect_tools: usize,
+    /// What each call does.
+    pub work: Work,
 }
 
 /// Cold start: spawn to first response, `samples` times.
@@ -304,16 +310,18 @@ fn bounded(count: u64, max: Duration, mut f: impl FnMut() -> Result<()>) -> Resu
     Ok(n)
 }
 
-/// Sequential `tools/call add` latency.
+/// Sequential `tools/call` latency (`add`, or the named tool of `--tool`).
 pub fn sequential(o: &StdioOpts) -> Result<Value> {
     let (mut server, _) = StdioServer::start(&o.cmd, &o.proto)?;
     let mut buf = Vec::with_capacity(512);
-    bounded(o.warmup, o.max / 4, || server.call_add(&mut buf).map(drop))?;
+    bounded(o.warmup, o.max / 4, || {
+        server.call(&o.work, &mut buf).map(drop)
+    })?;
     let mut ns = Vec::with_capacity(o.calls.min(1 << 22) as usize);
     let t0 = Instant::now();
     let cpu0 = procs::cpu_time(server.pid())?;
     bounded(o.calls, o.max, || {
-        ns.push(server.call_add(&mut buf)?.as_nanos() as u64);
+        ns.push(server.call(&o.work, &mut buf)?.as_nanos() as u64);
         Ok(())
     })?;
     let elapsed = t0.elapsed();
@@ -335,9 +343,9 @@ pub fn sequential(o: &StdioOpts) -> Result<Value> {
 pub fn pipelined(o: &StdioOpts) -> Result<Value> {
     let (mut server, _) = StdioServer::start(&o.cmd, &o.proto)?;
     if o.warmup > 0 {
-        server.pipelined(o.warmup, o.inflight, o.max / 4)?;
+        server.pipelined(&o.work, o.warmup, o.inflight, o.max / 4)?;
     }
-    let p = server.pipelined(o.calls, o.inflight, o.max)?;
+    let p = server.pipelined(&o.work, o.calls, o.inflight, o.max)?;
     let rss = procs::peak_rss_kb(server.pid())?;
     server.stop();
     if p.calls == 0 {
