@@ -40,20 +40,27 @@ pub(super) async fn run(
     };
     let dir = cwd::open(dir.as_deref(), ctx.roots)?;
 
-    let mut cmd = Command::new(&action.program);
-    cmd.args(&argv)
-        .env_clear()
-        .envs(&env)
-        .current_dir(dir.path())
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    let program = locate(&action.program, &env).ok_or_else(|| RunError::Spawn {
+        program: action.program.clone(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not found on the program's PATH",
+        ),
+    })?;
+    let mut cmd = Command::new(&program);
+    cmd.args(&argv).env_clear().envs(&env);
+    if !dir.is_inherited() {
+        cmd.current_dir(dir.path());
+    }
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0)
+    .kill_on_drop(true);
     let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
         program: action.program.clone(),
         source,
@@ -223,6 +230,26 @@ fn tail_text(stderr: &[u8]) -> String {
         start += 1;
     }
     String::from_utf8_lossy(&stderr[start..]).into_owned()
+}
+
+/// The program to start: a path as written, a bare name looked up on the child's own `PATH`
+/// (the one the program will see, not the server's). Given as a path, std can start it with
+/// `posix_spawn`; a bare name with a `PATH` of the child's own would make it fork.
+fn locate(
+    program: &str,
+    env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
+) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return Some(program.into());
+    }
+    let path = env.get(std::ffi::OsStr::new("PATH"))?;
+    std::env::split_paths(path)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 #[cfg(test)]
