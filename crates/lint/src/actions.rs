@@ -241,7 +241,8 @@ fn shell(spec: &CommandSpec, sink: &mut Sink<'_>) {
     let Some(program) = argv.get(start).and_then(literal) else {
         return;
     };
-    let Some(kind) = rules::shell_of(program) else {
+    // The rule is about shells; interpreters' inline code is refused by the loader alone.
+    let Some(kind) = rules::shell_of(program).filter(|s| !s.is_interpreter()) else {
         return;
     };
     for (i, e) in argv.iter().enumerate().skip(start + 1) {

@@ -205,55 +205,86 @@ fn other<'s>(at: &[&str], text: &'s str) -> Site<'s> {
     }
 }
 
-/// A shell's family, which says how it is told to run a script given as an argument.
+/// A program that runs code given inline, and how it is told to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shell {
-    /// `sh`, `bash`, `dash`, `zsh`, `ksh`, `fish`, `csh`, `tcsh`: `-c` (alone or in a
-    /// cluster of short options such as `-ec`).
+    /// `sh`, `bash`, `dash`, `zsh`, `ksh`, `mksh`, `ash`, `fish`, `csh`, `tcsh`: `-c` (alone
+    /// or in a cluster of short options such as `-ec`), fish's `--command`.
     Posix,
-    /// `cmd`, `cmd.exe`: `/c` or `/k`.
+    /// `cmd`, `cmd.exe`: `/c`, `/k` or `/r`; the rest of the command line is the script.
     Cmd,
-    /// `powershell`, `pwsh` (`.exe` too): `-Command`, `-c`, `-EncodedCommand`, `-ec`.
+    /// `powershell`, `pwsh` (`.exe` too): `-Command` (or a prefix, `-c`), `-EncodedCommand`,
+    /// `-ec`; the rest of the command line is the script.
     PowerShell,
+    /// An interpreter with an inline-code flag (`python -c`, `perl -e`, `node --eval`…): the
+    /// short option letters that take code, and the long options.
+    Interp(&'static [char], &'static [&'static str]),
 }
 
-/// The shell a program is, judged by its file name (`/bin/bash` is `bash`).
+/// What a program is, judged by its file name (`/usr/bin/bash` is bash, `CMD.EXE` is cmd).
 pub fn shell_of(program: &str) -> Option<Shell> {
     let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
     let name = name.to_ascii_lowercase();
-    match name.as_str() {
-        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "fish" | "csh" | "tcsh" | "ash" => {
-            Some(Shell::Posix)
+    let name = name.strip_suffix(".exe").unwrap_or(&name);
+    Some(match name {
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "fish" | "csh" | "tcsh" => {
+            Shell::Posix
         }
-        "cmd" | "cmd.exe" => Some(Shell::Cmd),
-        "powershell" | "powershell.exe" | "pwsh" | "pwsh.exe" => Some(Shell::PowerShell),
-        _ => None,
-    }
+        "cmd" => Shell::Cmd,
+        "powershell" | "pwsh" => Shell::PowerShell,
+        "perl" | "ruby" => Shell::Interp(&['e', 'E'], &[]),
+        "node" | "nodejs" => Shell::Interp(&['e', 'p'], &["--eval", "--print"]),
+        "php" => Shell::Interp(&['r', 'R', 'B', 'E'], &[]),
+        "lua" | "luajit" | "rscript" | "osascript" => Shell::Interp(&['e'], &[]),
+        n if n.starts_with("python") || n.starts_with("pypy") => Shell::Interp(&['c'], &[]),
+        _ => return None,
+    })
 }
 
 impl Shell {
-    /// Whether `arg` tells this shell to run the next argument (or its own text) as a script.
-    pub fn runs_script(self, arg: &str) -> bool {
+    /// A language interpreter rather than a command shell.
+    pub fn is_interpreter(self) -> bool {
+        matches!(self, Shell::Interp(..))
+    }
+
+    /// Whether everything after the script flag is script (cmd, PowerShell), not just the
+    /// next argument.
+    pub fn rest_is_script(self) -> bool {
+        matches!(self, Shell::Cmd | Shell::PowerShell)
+    }
+
+    /// Whether `text` (a whole argument, or the literal start of one) is the flag that
+    /// takes the script.
+    pub fn runs_script(self, text: &str) -> bool {
+        let short = |letters: &[char]| {
+            text.strip_prefix('-').is_some_and(|rest| {
+                !rest.is_empty()
+                    && !rest.starts_with('-')
+                    && rest.chars().all(|c| c.is_ascii_alphabetic())
+                    && rest.chars().any(|c| letters.contains(&c))
+            })
+        };
+        let long = |names: &[&str]| {
+            names
+                .iter()
+                .any(|n| text == *n || text.strip_prefix(n).is_some_and(|r| r.starts_with('=')))
+        };
         match self {
-            Shell::Posix => {
-                arg.len() > 1
-                    && arg.starts_with('-')
-                    && !arg.starts_with("--")
-                    && arg[1..].bytes().all(|b| b.is_ascii_alphabetic())
-                    && arg[1..].contains('c')
-            }
+            Shell::Posix => short(&['c']) || long(&["--command"]),
             Shell::Cmd => {
-                let a = arg.to_ascii_lowercase();
-                a.starts_with("/c") || a.starts_with("/k")
+                let t = text.to_ascii_lowercase();
+                ["/c", "/k", "/r"].iter().any(|f| t.starts_with(f))
             }
             Shell::PowerShell => {
-                let a = arg.to_ascii_lowercase();
-                let Some(flag) = a.strip_prefix('-').or_else(|| a.strip_prefix('/')) else {
-                    return false;
-                };
-                let flag = flag.strip_prefix('-').unwrap_or(flag);
-                matches!(flag, "c" | "command" | "ec" | "encodedcommand" | "e")
+                let t = text.to_ascii_lowercase();
+                t.strip_prefix(['-', '/']).is_some_and(|name| {
+                    !name.is_empty()
+                        && ("command".starts_with(name)
+                            || "encodedcommand".starts_with(name)
+                            || name == "ec")
+                })
             }
+            Shell::Interp(letters, longs) => short(letters) || long(longs),
         }
     }
 }

@@ -9,79 +9,8 @@
 
 use super::argv::{Elem, template_at};
 use crate::error::{Problem, Seg};
+use crate::rules::shell_of;
 use crate::template::{Part, Template};
-use std::path::Path;
-
-/// How a program takes an inline script.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// A Unix shell: `-c` (alone or in a cluster such as `-ec`), fish's `--command`.
-    Posix,
-    /// `cmd.exe`: `/c`, `/k` or `/r`; the rest of the command line is the script.
-    Cmd,
-    /// PowerShell: `-Command` (or a prefix, `-c`), `-EncodedCommand`; the rest of the
-    /// command line is the script.
-    PowerShell,
-    /// An interpreter with an inline-code flag: the letters that take code, and long flags.
-    Interp(&'static [char], &'static [&'static str]),
-}
-
-/// What a program is, by its file name (`/usr/bin/bash` → bash, `CMD.EXE` → cmd).
-fn kind(program: &str) -> Option<Kind> {
-    let name = Path::new(program)
-        .file_name()?
-        .to_str()?
-        .to_ascii_lowercase();
-    let name = name.strip_suffix(".exe").unwrap_or(&name);
-    Some(match name {
-        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "fish" | "csh" | "tcsh" => {
-            Kind::Posix
-        }
-        "cmd" => Kind::Cmd,
-        "powershell" | "pwsh" => Kind::PowerShell,
-        "perl" | "ruby" => Kind::Interp(&['e', 'E'], &[]),
-        "node" | "nodejs" => Kind::Interp(&['e', 'p'], &["--eval", "--print"]),
-        "php" => Kind::Interp(&['r', 'R', 'B', 'E'], &[]),
-        "lua" | "luajit" | "rscript" | "osascript" => Kind::Interp(&['e'], &[]),
-        n if n.starts_with("python") || n.starts_with("pypy") => Kind::Interp(&['c'], &[]),
-        _ => return None,
-    })
-}
-
-/// Whether `text` (a whole element, or the literal start of one) is the flag that takes
-/// the script.
-fn is_script_flag(kind: Kind, text: &str) -> bool {
-    let short = |letters: &[char]| {
-        text.strip_prefix('-').is_some_and(|rest| {
-            !rest.is_empty()
-                && !rest.starts_with('-')
-                && rest.chars().all(|c| c.is_ascii_alphabetic())
-                && rest.chars().any(|c| letters.contains(&c))
-        })
-    };
-    let long = |names: &[&str]| {
-        names
-            .iter()
-            .any(|n| text == *n || text.strip_prefix(n).is_some_and(|r| r.starts_with('=')))
-    };
-    match kind {
-        Kind::Posix => short(&['c']) || long(&["--command"]),
-        Kind::Cmd => {
-            let t = text.to_ascii_lowercase();
-            ["/c", "/k", "/r"].iter().any(|f| t.starts_with(f))
-        }
-        Kind::PowerShell => {
-            let t = text.to_ascii_lowercase();
-            t.strip_prefix(['-', '/']).is_some_and(|name| {
-                !name.is_empty()
-                    && ("command".starts_with(name)
-                        || "encodedcommand".starts_with(name)
-                        || name == "ec")
-            })
-        }
-        Kind::Interp(letters, longs) => short(letters) || long(longs),
-    }
-}
 
 /// The text of a template that holds no placeholder, or the literal text it starts with.
 fn literal_start(t: &Template) -> (&str, bool) {
@@ -110,15 +39,15 @@ pub(super) fn check(program: &str, elems: &[Elem], at: &[Seg]) -> Result<(), Pro
                 .map(move |(j, t)| (t, template_at(at, elems, i, j)))
         })
         .collect();
-    let starts = std::iter::once((kind(program), 0)).chain(flat.iter().enumerate().filter_map(
+    let starts = std::iter::once((shell_of(program), 0)).chain(flat.iter().enumerate().filter_map(
         |(k, (t, _))| match literal_start(t) {
-            (text, true) => Some((kind(text), k + 1)),
+            (text, true) => Some((shell_of(text), k + 1)),
             _ => None,
         },
     ));
-    for (kind, from) in starts {
-        let Some(kind) = kind else { continue };
-        let rest_is_script = matches!(kind, Kind::Cmd | Kind::PowerShell);
+    for (shell, from) in starts {
+        let Some(shell) = shell else { continue };
+        let rest_is_script = shell.rest_is_script();
         let mut script_from: Option<usize> = None;
         for (k, (t, p)) in flat.iter().enumerate().skip(from) {
             if script_from.is_some_and(|s| rest_is_script || k == s) && has_placeholder(t) {
@@ -128,7 +57,7 @@ pub(super) fn check(program: &str, elems: &[Elem], at: &[Seg]) -> Result<(), Pro
                 continue;
             }
             let (text, whole) = literal_start(t);
-            if is_script_flag(kind, text) {
+            if shell.runs_script(text) {
                 if !whole {
                     // The script attached to the flag (`-e{x}`, `--eval={x}`, `/c{x}`).
                     return Err(refusal(p));
