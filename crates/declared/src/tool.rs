@@ -75,7 +75,7 @@ impl DeclaredTool {
     /// The first [`Problem`] found, with where in the tool it is.
     pub fn compile(value: &Value) -> Result<DeclaredTool, Problem> {
         let spec: ToolSpec = crate::rules::read_spec(value)?;
-        let definition = definition_of(&spec)?;
+        let (definition, output) = definition_of(&spec)?;
         let input = InputInfo::of(&definition.input_schema);
         let action = match (&spec.command, &spec.http) {
             (Some(c), None) => Action::Command(CommandAction::compile(c, &input)?),
@@ -88,13 +88,6 @@ impl DeclaredTool {
             }
         };
         let shaper = Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?;
-        let output = match &definition.output_schema {
-            Some(s) => Some(
-                toolwright_schema::Validator::compile(s)
-                    .map_err(|e| Problem::new(["outputSchema"], e.to_string()))?,
-            ),
-            None => None,
-        };
         Ok(DeclaredTool {
             definition,
             action,
@@ -172,8 +165,11 @@ impl Tool for DeclaredTool {
     }
 }
 
-/// The MCP definition of a spec, checked as the registry will check it.
-fn definition_of(spec: &ToolSpec) -> Result<ToolDefinition, Problem> {
+/// The MCP definition of a spec, checked as the registry will check it, with its
+/// `outputSchema` compiled.
+fn definition_of(
+    spec: &ToolSpec,
+) -> Result<(ToolDefinition, Option<toolwright_schema::Validator>), Problem> {
     let mut wire = Map::new();
     wire.insert("name".into(), json!(spec.name));
     let mut put = |k: &str, v: Option<Value>| {
@@ -195,25 +191,23 @@ fn definition_of(spec: &ToolSpec) -> Result<ToolDefinition, Problem> {
     put("annotations", spec.annotations.clone().map(Value::Object));
     put("icons", spec.icons.clone());
     put("_meta", spec.meta.clone().map(Value::Object));
-    let definition: ToolDefinition = serde_path_to_error::deserialize(Value::Object(wire))
-        .map_err(|e| Problem {
-            at: path_of(e.path()),
-            message: e.into_inner().to_string(),
-        })?;
+    let definition: ToolDefinition = crate::rules::read_value(&Value::Object(wire))?;
     // The registry's own checks (name, root type, schemas that compile), run now so a
     // problem points into the file rather than surfacing at registration.
     let probe = Arc::new(DefinitionOnly(definition.clone()));
-    if let Err(e) = Entry::compile(probe) {
-        let at: &[&str] = match &e {
-            RegisterError::InvalidName { .. } => &["name"],
-            RegisterError::InputRootNotObject { .. } => &["inputSchema"],
-            RegisterError::Schema { which, .. } => &[*which],
-            RegisterError::ParamHeader { .. } => &["inputSchema"],
-            _ => &[],
-        };
-        return Err(Problem::new(at.iter().copied(), e.to_string()));
+    match Entry::compile(probe) {
+        Ok(entry) => Ok((definition, entry.output)),
+        Err(e) => {
+            let at: &[&str] = match &e {
+                RegisterError::InvalidName { .. } => &["name"],
+                RegisterError::InputRootNotObject { .. } => &["inputSchema"],
+                RegisterError::Schema { which, .. } => &[*which],
+                RegisterError::ParamHeader { .. } => &["inputSchema"],
+                _ => &[],
+            };
+            Err(Problem::new(at.iter().copied(), e.to_string()))
+        }
     }
-    Ok(definition)
 }
 
 /// A definition with no call, to run the registry's checks on.
@@ -226,16 +220,4 @@ impl Tool for DefinitionOnly {
     fn call(&self, _args: Value, _ctx: ToolContext) -> ToolFuture<'_> {
         Box::pin(async { Ok(CallToolResult::error("not callable")) })
     }
-}
-
-fn path_of(p: &serde_path_to_error::Path) -> Vec<Seg> {
-    use serde_path_to_error::Segment;
-    p.iter()
-        .filter_map(|s| match s {
-            Segment::Seq { index } => Some(Seg::Index(*index)),
-            Segment::Map { key } => Some(Seg::Key(key.clone())),
-            Segment::Enum { variant } => Some(Seg::Key(variant.clone())),
-            Segment::Unknown => None,
-        })
-        .collect()
 }

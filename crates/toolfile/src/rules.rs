@@ -41,7 +41,12 @@ pub fn read_part<T: DeserializeOwned>(value: &Value, key: &str) -> Option<Result
     Some(read_value(part).map_err(|p| p.under(key)))
 }
 
-fn read_value<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
+/// Reads any value, a problem carrying the path inside it where serde stopped.
+///
+/// # Errors
+///
+/// A [`Problem`] at that path.
+pub fn read_value<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         use serde_path_to_error::Segment;
         let at = e
