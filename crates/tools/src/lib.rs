@@ -4,6 +4,7 @@
 //! - [`search_files`]: the lesson's file search, sandboxed to the server's roots.
 //! - [`screenshot`]: `take_screenshot`, the tool-type seed's example, on headless Chromium.
 //! - [`net`]: the address policy for outgoing connections (screenshot, declared HTTP tools).
+//! - [`programs`]: finding a program on a `PATH` (screenshot's browser, declared commands).
 //!
 //! Every tool here has a title, a description a model can act on (what it does, what it
 //! returns, when to use it), an `outputSchema`, and honest annotations. [`builtin`] lists
@@ -12,6 +13,7 @@
 pub mod arith;
 mod integers;
 pub mod net;
+pub mod programs;
 pub mod screenshot;
 pub mod search_files;
 

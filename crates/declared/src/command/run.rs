@@ -239,17 +239,10 @@ fn locate(
     program: &str,
     env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>,
 ) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     if program.contains('/') {
         return Some(program.into());
     }
-    let path = env.get(std::ffi::OsStr::new("PATH"))?;
-    std::env::split_paths(path)
-        .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.join(program))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    toolwright_tools::programs::on_path(program, env.get(std::ffi::OsStr::new("PATH"))?)
 }
 
 #[cfg(test)]

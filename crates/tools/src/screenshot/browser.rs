@@ -77,17 +77,13 @@ const FLAGS: &[&str] = &[
 /// first of [`CANDIDATES`] on `PATH`.
 pub(crate) fn locate(configured: Option<&Path>) -> Result<PathBuf, ScreenshotError> {
     let path_var = std::env::var_os("PATH").unwrap_or_default();
-    let on_path = |name: &str| {
-        std::env::split_paths(&path_var)
-            .map(|d| d.join(name))
-            .find(|p| is_executable(p))
-    };
+    let on_path = |name: &str| crate::programs::on_path(name, &path_var);
     match configured {
         Some(p) if p.components().count() == 1 && !p.is_absolute() => on_path(&p.to_string_lossy())
             .ok_or_else(|| ScreenshotError::BrowserMissing {
                 looked: format!("--chromium {}: not on PATH", p.display()),
             }),
-        Some(p) if is_executable(p) => Ok(p.to_path_buf()),
+        Some(p) if crate::programs::is_executable(p) => Ok(p.to_path_buf()),
         Some(p) => Err(ScreenshotError::BrowserMissing {
             looked: format!("--chromium {}: no such executable file", p.display()),
         }),
@@ -97,11 +93,6 @@ pub(crate) fn locate(configured: Option<&Path>) -> Result<PathBuf, ScreenshotErr
             }
         }),
     }
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// True when this process runs as root, where Chromium's sandbox cannot start.
