@@ -44,6 +44,43 @@ pub struct ArgRef {
     pub path: bool,
 }
 
+impl ArgRef {
+    /// The text of one value for this placeholder: a scalar's text, resolved beneath
+    /// `roots` for `:path`, refused when it starts with `-` at the start of an argument
+    /// (`starts_argument`) unless `:dash`, or when it holds a NUL.
+    ///
+    /// # Errors
+    ///
+    /// [`RenderError`], naming the argument.
+    pub fn value_text<'v>(
+        &self,
+        value: &'v Value,
+        starts_argument: bool,
+        roots: &[std::path::PathBuf],
+    ) -> Result<Cow<'v, str>, RenderError> {
+        let mut text = scalar_text(&self.name, value)?;
+        if self.path {
+            let resolved =
+                crate::paths::resolve(&text, roots).map_err(|reason| RenderError::Refused {
+                    name: self.name.clone(),
+                    reason,
+                })?;
+            text = Cow::Owned(resolved);
+        }
+        if starts_argument && text.starts_with('-') && !self.dash {
+            return Err(RenderError::LeadingDash {
+                name: self.name.clone(),
+            });
+        }
+        if text.contains('\0') {
+            return Err(RenderError::Nul {
+                name: self.name.clone(),
+            });
+        }
+        Ok(text)
+    }
+}
+
 /// Why a value could not be filled in.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -297,21 +334,7 @@ impl Template {
                     let Some(value) = args.get(&a.name).filter(|v| !v.is_null()) else {
                         return Ok(None);
                     };
-                    let mut text = scalar_text(&a.name, value)?;
-                    if a.path {
-                        let resolved = crate::paths::resolve(&text, roots).map_err(|reason| {
-                            RenderError::Refused {
-                                name: a.name.clone(),
-                                reason,
-                            }
-                        })?;
-                        text = Cow::Owned(resolved);
-                    }
-                    if out.is_empty() && text.starts_with('-') && !a.dash {
-                        return Err(RenderError::LeadingDash {
-                            name: a.name.clone(),
-                        });
-                    }
+                    let text = a.value_text(value, out.is_empty(), roots)?;
                     let encoded = encode(&text).map_err(|reason| RenderError::Refused {
                         name: a.name.clone(),
                         reason,

@@ -5,7 +5,7 @@ use super::parse;
 use crate::error::{Problem, RunError, Seg};
 use crate::input::InputInfo;
 use crate::model::ArgvElement;
-use crate::template::{RenderError, Template, present, scalar_text};
+use crate::template::{RenderError, Template, present};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -247,38 +247,14 @@ fn push(
         .into());
     };
     for item in items {
-        let text = match item {
-            Value::Null | Value::Array(_) | Value::Object(_) => {
-                return Err(RenderError::NotScalar {
-                    name: a.name.clone(),
-                    kind: "an array holding a null, an array or an object",
-                }
-                .into());
-            }
-            v => scalar_text(&a.name, v)?,
-        };
-        let text = if a.path {
-            let resolved =
-                crate::paths::resolve(&text, roots).map_err(|reason| RenderError::Refused {
-                    name: a.name.clone(),
-                    reason,
-                })?;
-            std::borrow::Cow::Owned(resolved)
-        } else {
-            text
-        };
-        if text.starts_with('-') && !a.dash {
-            return Err(RenderError::LeadingDash {
+        if matches!(item, Value::Null | Value::Array(_) | Value::Object(_)) {
+            return Err(RenderError::NotScalar {
                 name: a.name.clone(),
+                kind: "an array holding a null, an array or an object",
             }
             .into());
         }
-        if text.contains('\0') {
-            return Err(RenderError::Nul {
-                name: a.name.clone(),
-            }
-            .into());
-        }
+        let text = a.value_text(item, true, roots)?;
         out.push(text.into_owned());
     }
     Ok(())
