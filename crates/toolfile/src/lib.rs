@@ -11,6 +11,7 @@
 //! - [`paths`]: `{name:path}` arguments resolved beneath the roots.
 //! - [`rules`]: what the loader and `toolwright lint` both read of a spec without compiling
 //!   its action (templates by position, shells, shared refusals).
+//! - [`servers`]: the gateway's `servers:` and `gateway:` settings.
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`error`]: load, compile and template errors.
 
@@ -21,6 +22,7 @@ mod locate;
 pub mod model;
 pub mod paths;
 pub mod rules;
+pub mod servers;
 pub mod template;
 
 pub use document::{Document, Format};
