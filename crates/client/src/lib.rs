@@ -34,12 +34,12 @@ mod error;
 mod http;
 mod peer;
 mod sse;
-mod stdio;
 pub mod trust;
 mod validate;
 
 pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
 pub use error::{ClientError, TrustConfigError};
 pub use peer::{BoxFuture, Call, NoHandler, Peer, PeerHandler, PeerOptions, ProgressFn};
+pub use tokio_util::sync::CancellationToken;
 pub use trust::TrustConfig;
 pub use validate::{OutputProblem, check_output};
