@@ -126,6 +126,21 @@ fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
     };
     if let Some(format) = FileFormat::of(path).filter(|_| path.as_os_str() != "-") {
         match Document::parse(path, format, text.clone()) {
+            Ok(doc) if !doc.servers.is_empty() || doc.gateway.is_some() => {
+                // A gateway config: its settings must load; its declared tools are linted
+                // here, its upstreams' definitions by `lint_upstream` once listed.
+                let config = toolwright_toolfile::read_config(std::slice::from_ref(&doc))
+                    .map_err(|e| anyhow::anyhow!("{e}"))
+                    .with_context(|| format!("linting {source}"))?;
+                for w in &config.warnings {
+                    eprintln!("toolwright: warning: {w}");
+                }
+                return Ok(Linted {
+                    source,
+                    era: None,
+                    report: toolwright_lint::lint_declared(&doc, options),
+                });
+            }
             Ok(doc) if toolwright_lint::is_declared(&doc) => {
                 return Ok(Linted {
                     source,
@@ -175,6 +190,28 @@ fn lint_server(target: &TargetArgs, options: &Options) -> Result<Linted> {
     })
 }
 
+/// Lints the tool definitions upstream server `server` listed (as received), as one
+/// server's set: each tool is named `SERVER: TOOL` in the report, whose source is the
+/// server.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the gateway's runtime lists each upstream and calls it"
+    )
+)]
+fn lint_upstream(server: &str, definitions: &[Value], options: &Options) -> Linted {
+    let mut report = toolwright_lint::lint(definitions, options);
+    for entry in &mut report.tools {
+        entry.name = format!("{server}: {}", entry.name);
+    }
+    Linted {
+        source: format!("server {server}"),
+        era: None,
+        report,
+    }
+}
+
 fn to_json(l: &Linted) -> Value {
     let mut doc = json!({"source": l.source});
     if let Some((era, version)) = &l.era {
@@ -185,4 +222,23 @@ fn to_json(l: &Linted) -> Value {
         d.extend(r);
     }
     doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_findings_name_the_server() {
+        let defs = [
+            json!({"name": "bad name", "inputSchema": {"type": "object"}}),
+            json!({"name": "fine", "description": "Returns the time now, as RFC 3339 text.", "inputSchema": {"type": "object"}}),
+        ];
+        let l = lint_upstream("everything", &defs, &Options::default());
+        assert_eq!(l.source, "server everything");
+        let human = l.report.render_human(false);
+        assert!(human.contains("everything: bad name\n"), "{human}");
+        assert!(l.report.fails(Severity::Error), "{human}");
+        assert_eq!(to_json(&l)["source"], "server everything");
+    }
 }
