@@ -234,21 +234,26 @@ async fn cancelled_upstream(peer: &Peer, n: u64) -> Value {
     }
 }
 
+/// A token that fires after `ms`.
+fn cancel_after(ms: u64) -> CancellationToken {
+    let token = CancellationToken::new();
+    let fire = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        fire.cancel();
+    });
+    token
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_and_timeouts_reach_the_server() {
     for (target, era, _http) in every_way("probe") {
         let what = format!("{} {era:?}", target.describe());
         let peer = connect(target, era, Arc::new(Recorder::default())).await;
-        let token = CancellationToken::new();
         let call = Call {
-            cancel: Some(token.clone()),
+            cancel: Some(cancel_after(300)),
             ..tool("probe_sleep", json!({"ms": 60_000}))
         };
-        let fire = token.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            fire.cancel();
-        });
         let started = Instant::now();
         let err = peer.request(call).await.unwrap_err();
         assert!(
@@ -478,19 +483,13 @@ async fn server_everything_concurrency_progress_sampling_and_cancellation() {
         "{r}"
     );
     // Cancellation: the call returns at once, and the server keeps serving.
-    let token = CancellationToken::new();
     let call = Call {
-        cancel: Some(token.clone()),
+        cancel: Some(cancel_after(200)),
         ..tool(
             "trigger-long-running-operation",
             json!({"duration": 30, "steps": 30}),
         )
     };
-    let fire = token.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        fire.cancel();
-    });
     let started = Instant::now();
     let err = peer.request(call).await.unwrap_err();
     assert!(matches!(err, ClientError::Cancelled { .. }), "{err}");
