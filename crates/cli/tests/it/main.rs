@@ -22,6 +22,7 @@ mod http_security;
 mod http_strict;
 mod lint;
 mod mrtr;
+mod peer;
 mod screenshot;
 mod search_files;
 mod search_files_hardening;
