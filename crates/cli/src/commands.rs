@@ -41,6 +41,8 @@ struct Built {
     files: Vec<std::path::PathBuf>,
     /// The names of the declared tools.
     declared: Vec<String>,
+    /// The gateway, when the files name upstream servers.
+    gateway: Option<std::sync::Arc<toolwright_gateway::Gateway>>,
 }
 
 fn build_server(a: &ServerArgs) -> Result<Server> {
@@ -166,13 +168,27 @@ fn build(a: &ServerArgs) -> Result<Built> {
     // prompts, which the capabilities announce at initialize, so they are registered before
     // serving.
     let files = a.config_files();
-    // The gateway's runtime serves `_gateway`'s servers; loading it here refuses a file
-    // whose `servers:` are wrong before anything is served.
-    let (declared_tools, _gateway) = load_declared(&files)?;
+    // Loading the servers with the declared tools refuses a file whose `servers:` are
+    // wrong before anything is served.
+    let (declared_tools, servers) = load_declared(&files)?;
     let declared: Vec<String> = declared_tools
         .iter()
         .map(|t| t.definition_ref().name.clone())
         .collect();
+    let gateway = match servers.servers.is_empty() {
+        true => None,
+        false => Some(
+            toolwright_gateway::Gateway::new(
+                &servers,
+                toolwright_gateway::gateway::Settings {
+                    call_timeout: config.call_timeout,
+                    roots: config.roots.clone(),
+                },
+            )
+            .context("starting the gateway")?,
+        ),
+    };
+    let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&a.fixtures)?
         .iter()
         .copied()
@@ -192,7 +208,21 @@ fn build(a: &ServerArgs) -> Result<Built> {
                 std::process::exit(2);
             }
         }
+        // Upstream tools come last: no upstream may take a built-in or declared name.
+        if let Some(g) = &gw {
+            let taken = server
+                .registered()
+                .entries()
+                .iter()
+                .map(|e| e.definition.name.clone())
+                .collect();
+            g.register_all(server, taken);
+        }
     });
+    if let Some(g) = &gateway {
+        g.start();
+        g.register_catalog(&server);
+    }
     for set in eager {
         set.register(&server)
             .with_context(|| format!("--fixtures {set}"))?;
@@ -201,6 +231,7 @@ fn build(a: &ServerArgs) -> Result<Built> {
         server,
         files,
         declared,
+        gateway,
     })
 }
 
@@ -230,6 +261,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
     let built = build(&a.server)?;
     let server = built.server;
+    let gateway = built.gateway;
     // Kept alive for as long as the server serves.
     let _watch = if a.no_watch || built.files.is_empty() {
         None
@@ -257,6 +289,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         })?;
         rt.shutdown_timeout(Duration::from_millis(100));
         toolwright_tools::screenshot::close_browsers();
+        if let Some(g) = &gateway {
+            g.shutdown();
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // Over stdio the reader thread answers every call that does not wait, so one worker
@@ -266,6 +301,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         runtime_with(1).map_err(std::io::Error::other)
     });
     // The browser (if a screenshot started one) goes now, whatever still holds the tool.
+    if let Some(g) = &gateway {
+        g.shutdown();
+    }
     toolwright_tools::screenshot::close_browsers();
     served.context("serving stdio")?;
     Ok(ExitCode::SUCCESS)
@@ -307,6 +345,7 @@ fn definitions(server: &Server) -> Vec<ToolDefinition> {
         .tools()
         .entries()
         .iter()
+        .filter(|e| e.listed)
         .map(|e| e.definition.clone())
         .collect()
 }
