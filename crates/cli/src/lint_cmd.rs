@@ -26,6 +26,10 @@ pub struct LintArgs {
     /// checked too and whose findings name their line and column.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// A config file whose declared tools are linted, and whose `servers:` are started and
+    /// their tool lists linted (repeatable).
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
     /// The server whose tools/list to lint (instead of files).
     #[command(flatten)]
     pub target: TargetArgs,
@@ -71,7 +75,23 @@ pub fn run(a: LintArgs) -> Result<ExitCode> {
     let options = Options {
         disabled: a.ignore.clone(),
     };
-    let linted = match (a.files.is_empty(), a.target.is_given()) {
+    let linted = match (
+        a.files.is_empty() && a.configs.is_empty(),
+        a.target.is_given(),
+    ) {
+        _ if !a.configs.is_empty() => {
+            if a.target.is_given() {
+                bail!("lint config files or a server (--server/--url), not both");
+            }
+            let mut all = a
+                .files
+                .iter()
+                .chain(&a.configs)
+                .map(|f| lint_file(f, &options))
+                .collect::<Result<Vec<_>>>()?;
+            all.extend(lint_upstreams(&a.configs, &options)?);
+            all
+        }
         (false, true) => bail!("lint files or a server (--server/--url), not both"),
         (true, false) => {
             bail!("nothing to lint: name files, or a server with --server CMD ARGS... or --url URL")
@@ -190,16 +210,35 @@ fn lint_server(target: &TargetArgs, options: &Options) -> Result<Linted> {
     })
 }
 
+/// Starts every upstream the config files name and lints what each lists; an upstream
+/// that cannot be listed is an error naming it.
+fn lint_upstreams(configs: &[PathBuf], options: &Options) -> Result<Vec<Linted>> {
+    let config = crate::commands::load_gateway(configs)?;
+    if config.servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let gateway = toolwright_gateway::Gateway::new(
+        &config,
+        toolwright_gateway::gateway::Settings {
+            call_timeout: std::time::Duration::from_secs(30),
+            roots: vec![std::env::current_dir().context("reading the current directory")?],
+        },
+    )?;
+    let listed = gateway.list_each(std::time::Duration::from_secs(60));
+    gateway.shutdown();
+    let mut out = Vec::new();
+    for (server, defs) in listed {
+        match defs {
+            Ok(defs) => out.push(lint_upstream(&server, &defs, options)),
+            Err(why) => bail!("upstream {server} could not be listed: {why}"),
+        }
+    }
+    Ok(out)
+}
+
 /// Lints the tool definitions upstream server `server` listed (as received), as one
 /// server's set: each tool is named `SERVER: TOOL` in the report, whose source is the
 /// server.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the gateway's runtime lists each upstream and calls it"
-    )
-)]
 fn lint_upstream(server: &str, definitions: &[Value], options: &Options) -> Linted {
     let mut report = toolwright_lint::lint(definitions, options);
     for entry in &mut report.tools {

@@ -478,6 +478,51 @@ impl Gateway {
         self.install_all();
     }
 
+    /// Starts every upstream and lists its tools, without serving them (for
+    /// `toolwright lint`): each server's definitions as received, or why it could not be
+    /// listed. Waits at most `limit` in all.
+    pub fn list_each(
+        self: &Arc<Self>,
+        limit: Duration,
+    ) -> Vec<(String, Result<Vec<Value>, String>)> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ups = self.upstreams();
+        let names: Vec<String> = ups.iter().map(|u| u.name().to_owned()).collect();
+        self.wait_off_runtime(
+            async move {
+                let mut tasks = Vec::new();
+                for up in ups {
+                    let tx = tx.clone();
+                    tasks.push(tokio::spawn(async move {
+                        let listed = match up.peer().await {
+                            Ok(peer) => peer
+                                .list_all("tools/list", "tools")
+                                .await
+                                .map_err(|e| format!("tools/list failed: {e}")),
+                            Err(e) => Err(e.to_string()),
+                        };
+                        let _ = tx.send((up.name().to_owned(), listed));
+                    }));
+                }
+                for t in tasks {
+                    let _ = t.await;
+                }
+                true
+            },
+            limit,
+        );
+        let mut got: BTreeMap<String, Result<Vec<Value>, String>> = rx.try_iter().collect();
+        names
+            .into_iter()
+            .map(|n| {
+                let r = got
+                    .remove(&n)
+                    .unwrap_or_else(|| Err(format!("no answer within {limit:?}")));
+                (n, r)
+            })
+            .collect()
+    }
+
     /// Closes every upstream (stdio servers get EOF).
     pub fn shutdown(&self) {
         let ups = self.upstreams();

@@ -332,3 +332,46 @@ fn lint_checks_the_declared_tools_of_a_file_with_servers() {
         stderr(&o)
     );
 }
+
+#[test]
+fn lint_with_config_starts_each_upstream_and_lints_what_it_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    // The upstream is another toolwright serving one badly written declared tool.
+    std::fs::write(
+        dir.path().join("up.yaml"),
+        "tools:\n  - name: BadName\n    description: does it\n    command: [echo, hi]\n",
+    )
+    .unwrap();
+    let bin = crate::util::bin();
+    let yaml = format!(
+        "servers:\n  up:\n    command: [{}, serve, --no-watch, --config, {}]\n",
+        bin.display(),
+        dir.path().join("up.yaml").display()
+    );
+    std::fs::write(dir.path().join("gw.yaml"), yaml).unwrap();
+    let o = run_in(
+        dir.path(),
+        &["lint", "--deny", "warning", "--config", "gw.yaml"],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{}", stderr(&o));
+    assert!(out.contains("== server up"), "{out}");
+    assert!(out.contains("up: BadName"), "{out}");
+    assert!(
+        out.contains("name-snake-case") || out.contains("snake"),
+        "{out}"
+    );
+    // An upstream that cannot be started is an error naming it.
+    std::fs::write(
+        dir.path().join("gw2.yaml"),
+        "servers:\n  gone:\n    command: [/nonexistent/server]\n",
+    )
+    .unwrap();
+    let o = run_in(dir.path(), &["lint", "--config", "gw2.yaml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("upstream gone could not be listed"),
+        "{}",
+        stderr(&o)
+    );
+}
