@@ -12,6 +12,7 @@ mod declared;
 mod declared_examples;
 mod declared_safety;
 mod declared_shape;
+mod gateway;
 mod help_and_errors;
 mod http;
 mod http_client;
