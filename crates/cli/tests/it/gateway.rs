@@ -1180,3 +1180,45 @@ fn namespacing_include_exclude_and_rename_shape_the_list() {
     assert_ne!(status, "exit status: 0", "{err}");
     assert!(err.contains("add"), "{err}");
 }
+
+// ---------------------------------------------------------------- input requests, legacy -> modern
+
+#[test]
+fn a_legacy_upstreams_requests_reach_modern_clients_as_input_required() {
+    let Some(clients) = installed(&[Sdk::Ts2, Sdk::Py2]) else {
+        return;
+    };
+    let Some(everything) = everything() else {
+        return;
+    };
+    let gw = Gateway::new(json!({
+        "everything": stdio_spec(&everything, json!({
+            "include": ["trigger-elicitation-request", "trigger-sampling-request"],
+        })),
+    }));
+    let answer = r#"{"action":"accept","content":{"name":"Ada","check":true,"color":"red","email":"ada@example.com"}}"#;
+    for sdk in clients {
+        let v = drive(
+            sdk,
+            To::Stdio(&gw.stdio()),
+            &["--elicit", answer, "--sample", "a fixed answer"],
+            &[
+                list(),
+                call("everything__trigger-elicitation-request", json!({})),
+                call(
+                    "everything__trigger-sampling-request",
+                    json!({"prompt": "say something"}),
+                ),
+            ],
+        );
+        assert_eq!(v["protocolVersion"], MODERN, "{sdk:?}: {v}");
+        let st = v["steps"].as_array().unwrap();
+        let elicited = text(ok(&st[1]));
+        assert!(
+            elicited.contains("Name: Ada") && elicited.contains("ada@example.com"),
+            "{sdk:?}: {elicited}"
+        );
+        let sampled = text(ok(&st[2]));
+        assert!(sampled.contains("a fixed answer"), "{sdk:?}: {sampled}");
+    }
+}
