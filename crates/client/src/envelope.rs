@@ -1,16 +1,12 @@
 //! JSON-RPC envelopes, both ways, with toolwright-jsonrpc: the lines this client sends
-//! (requests, notifications, and its refusal of server requests), and the messages it
+//! (requests, notifications, and its answers to server requests), and the messages it
 //! reads, under the same envelope rules the server applies.
 
 use serde_json::Value;
 use toolwright_jsonrpc::{
-    ErrorObject, Limits, Message, Parsed, RequestId, code, parse, write_error, write_notification,
-    write_request,
+    ErrorObject, Limits, Message, Parsed, RequestId, parse, write_error, write_notification,
+    write_request, write_result,
 };
-
-/// What this client answers to a request from the server: it declares no client
-/// capabilities, so there is nothing it could do.
-const REFUSAL: &str = "toolwright's client offers no client features";
 
 /// A request as one `\n`-terminated line.
 pub(crate) fn request(id: &RequestId, method: &str, params: &Value) -> Vec<u8> {
@@ -26,11 +22,13 @@ pub(crate) fn notification(method: &str, params: &Value) -> Vec<u8> {
     line
 }
 
-/// The -32601 answer to the server's request `id`, as one line.
-pub(crate) fn refusal(id: &RequestId) -> Vec<u8> {
+/// The answer to the server's request `id` (a result or an error), as one line.
+pub(crate) fn answer(id: &RequestId, outcome: &Result<Value, ErrorObject>) -> Vec<u8> {
     let mut line = Vec::new();
-    let error = ErrorObject::new(code::METHOD_NOT_FOUND, REFUSAL);
-    write_error(&mut line, Some(id), &error);
+    match outcome {
+        Ok(result) => write_result(&mut line, id, result).expect("a Value serializes"),
+        Err(error) => write_error(&mut line, Some(id), error),
+    }
     line
 }
 
@@ -66,8 +64,12 @@ mod tests {
             b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":{}}\n"
         );
         assert_eq!(
-            refusal(&RequestId::from("srv")),
-            b"{\"jsonrpc\":\"2.0\",\"id\":\"srv\",\"error\":{\"code\":-32601,\"message\":\"toolwright's client offers no client features\"}}\n"
+            answer(&RequestId::from("srv"), &Err(ErrorObject::new(-32601, "no"))),
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"srv\",\"error\":{\"code\":-32601,\"message\":\"no\"}}\n"
+        );
+        assert_eq!(
+            answer(&RequestId::from(4), &Ok(json!({"roots": []}))),
+            b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"roots\":[]}}\n"
         );
     }
 

@@ -44,6 +44,13 @@ pub enum ClientError {
         /// How long we waited.
         after: Duration,
     },
+    /// The caller cancelled the request before the answer came (it was cancelled
+    /// upstream too).
+    #[error("{method} was cancelled")]
+    Cancelled {
+        /// The request.
+        method: String,
+    },
     /// The server answered with a JSON-RPC error.
     #[error("{method} failed: {message} ({code})")]
     Rpc {

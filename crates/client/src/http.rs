@@ -1,5 +1,6 @@
-//! The Streamable HTTP transport: one POST per message, answered with JSON or with an SSE
-//! stream that ends with the response. Plain `http://` only (no TLS).
+//! The Streamable HTTP exchange: one HTTP request per message, answered with JSON or with
+//! an SSE stream (read as it arrives) that ends with the response. Plain `http://` only
+//! (no TLS).
 
 use std::time::Duration;
 
@@ -70,7 +71,7 @@ pub(crate) enum Answer {
     Error(ErrorObject),
 }
 
-/// What came back for one POST.
+/// What came back for one HTTP request.
 #[derive(Debug)]
 pub(crate) struct Reply {
     /// The HTTP status.
@@ -81,48 +82,62 @@ pub(crate) struct Reply {
     pub answer: Option<Answer>,
     /// The start of the body (empty for an SSE stream).
     pub text: String,
+    /// The last SSE `retry` field, if the answer was a stream that set one.
+    pub retry: Option<Duration>,
+}
+
+/// One HTTP request to make.
+pub(crate) struct Exchange<'a> {
+    /// POST, GET or DELETE.
+    pub method: Method,
+    /// The JSON-RPC message POSTed, if any.
+    pub body: Option<&'a [u8]>,
+    /// The id of the request in `body`: an SSE answer is read until its response.
+    pub id: Option<&'a RequestId>,
+    /// Extra headers (session, version, `Mcp-*`, `Authorization`).
+    pub headers: &'a [(String, String)],
+    /// The JSON-RPC method, for error messages.
+    pub rpc_method: &'a str,
 }
 
 /// Sends one HTTP request and reads the answer. For a request (`id` set), an SSE answer is
-/// read until the response with that id arrives; requests the server makes on the stream
-/// are answered -32601 with the session headers among `headers`.
+/// read until the response with that id arrives; without an id, until the stream ends.
+/// Every other message on the stream (notifications, requests from the server, other
+/// responses) goes to `on_message` as it arrives.
+///
+/// The connection lives inside the returned future: dropping it closes the connection
+/// (which, in the modern era, cancels the request). There is no timeout here; callers
+/// bound the future themselves.
 pub(crate) async fn exchange(
     endpoint: &Endpoint,
-    method: Method,
-    body: Option<&[u8]>,
-    id: Option<&RequestId>,
-    headers: &[(String, String)],
-    rpc_method: &str,
-    timeout: Duration,
+    ex: Exchange<'_>,
+    on_message: &mut (dyn FnMut(Message) + Send),
 ) -> Result<Reply, ClientError> {
-    let run = async {
-        let io_err = |context: &str, e: &dyn std::fmt::Display| ClientError::Io {
-            context: format!("{context} {}", endpoint.authority),
-            source: std::io::Error::other(e.to_string()),
-        };
-        let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
-            .await
-            .map_err(|source| ClientError::Io {
-                context: format!("connecting to {}", endpoint.authority),
-                source,
-            })?;
-        let _ = stream.set_nodelay(true);
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| io_err("HTTP handshake with", &e))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let payload = body.map_or_else(Vec::new, <[u8]>::to_vec);
+    let io_err = |context: &str, e: &dyn std::fmt::Display| ClientError::Io {
+        context: format!("{context} {}", endpoint.authority),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
+        .await
+        .map_err(|source| ClientError::Io {
+            context: format!("connecting to {}", endpoint.authority),
+            source,
+        })?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| io_err("HTTP handshake with", &e))?;
+    let work = async {
+        let payload = ex.body.map_or_else(Vec::new, <[u8]>::to_vec);
         let mut request = Request::builder()
-            .method(method)
+            .method(ex.method)
             .uri(endpoint.path.as_str())
             .header(HOST, endpoint.authority.as_str())
             .header(ACCEPT, "application/json, text/event-stream");
-        if body.is_some() {
+        if ex.body.is_some() {
             request = request.header(CONTENT_TYPE, "application/json");
         }
-        for (k, v) in headers {
+        for (k, v) in ex.headers {
             request = request.header(k.as_str(), v.as_str());
         }
         let request = request
@@ -144,13 +159,13 @@ pub(crate) async fn exchange(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
         let incoming = response.into_body();
+        let mut retry = None;
         let (answer, text) = if is_sse {
-            (
-                read_sse(incoming, id, endpoint, headers).await?,
-                String::new(),
-            )
+            let (answer, r) = read_sse(incoming, ex.id, on_message).await;
+            retry = r;
+            (answer, String::new())
         } else {
-            let bytes = read_body(incoming, rpc_method, endpoint).await?;
+            let bytes = read_body(incoming, ex.rpc_method, endpoint).await?;
             let mut messages = envelope::messages(&bytes).into_iter();
             let answer = match (messages.next(), messages.next()) {
                 (Some(Message::Response(r)), None) => Some(Answer::Response(r)),
@@ -165,14 +180,19 @@ pub(crate) async fn exchange(
             session_id,
             answer,
             text,
+            retry,
         })
     };
-    tokio::time::timeout(timeout, run)
-        .await
-        .map_err(|_| ClientError::Timeout {
-            method: rpc_method.to_owned(),
-            after: timeout,
-        })?
+    // The connection is driven here, not in a task of its own, so that dropping this
+    // future closes it.
+    let drive = async {
+        let _ = conn.await;
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        reply = work => reply,
+        () = drive => unreachable!("drive never completes"),
+    }
 }
 
 async fn read_body(
@@ -202,16 +222,17 @@ async fn read_body(
     Ok(out)
 }
 
-/// Reads SSE events until the response with id `wanted` (for a notification or response
-/// sent, until the stream ends). Server requests on the stream get -32601 in a new POST.
+/// Reads SSE events until the response with id `wanted` (without one, until the stream
+/// ends); every other message goes to `on_message`. Also returns the stream's last
+/// `retry`.
 async fn read_sse(
     mut body: Incoming,
     wanted: Option<&RequestId>,
-    endpoint: &Endpoint,
-    headers: &[(String, String)],
-) -> Result<Option<Answer>, ClientError> {
+    on_message: &mut (dyn FnMut(Message) + Send),
+) -> (Option<Answer>, Option<Duration>) {
     let mut parser = SseParser::default();
     let mut seen = 0usize;
+    let retry = |p: &SseParser| p.retry.map(Duration::from_millis);
     while let Some(frame) = body.frame().await {
         let Ok(frame) = frame else {
             break; // A broken stream: whatever we have is all there is.
@@ -230,59 +251,12 @@ async fn read_sse(
             for msg in envelope::messages(event.data.as_bytes()) {
                 match msg {
                     Message::Response(r) if Some(&r.id) == wanted => {
-                        return Ok(Some(Answer::Response(r)));
+                        return (Some(Answer::Response(r)), retry(&parser));
                     }
-                    Message::Request(req) => refuse(endpoint, headers, &req.id),
-                    _ => {}
+                    other => on_message(other),
                 }
             }
         }
     }
-    Ok(None)
-}
-
-/// Answers a request the server made on a stream with -32601, in a POST of its own that
-/// carries the session headers.
-fn refuse(endpoint: &Endpoint, headers: &[(String, String)], id: &RequestId) {
-    let reply = envelope::refusal(id);
-    let endpoint = endpoint.clone();
-    let headers: Vec<(String, String)> = headers
-        .iter()
-        .filter(|(k, _)| {
-            let k = k.to_ascii_lowercase();
-            k == "mcp-session-id" || k == "mcp-protocol-version"
-        })
-        .cloned()
-        .collect();
-    tokio::spawn(async move {
-        let send = post_and_forget(&endpoint, &reply, &headers);
-        let _ = tokio::time::timeout(Duration::from_secs(10), send).await;
-    });
-}
-
-/// POSTs one message and ignores the answer (replies to server requests get 202).
-async fn post_and_forget(endpoint: &Endpoint, message: &[u8], headers: &[(String, String)]) {
-    let Ok(stream) = TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await else {
-        return;
-    };
-    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
-    else {
-        return;
-    };
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let mut request = Request::builder()
-        .method(Method::POST)
-        .uri(endpoint.path.as_str())
-        .header(HOST, endpoint.authority.as_str())
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_TYPE, "application/json");
-    for (k, v) in headers {
-        request = request.header(k.as_str(), v.as_str());
-    }
-    let body = Bytes::copy_from_slice(message);
-    if let Ok(request) = request.body(Full::new(body)) {
-        let _ = sender.send_request(request).await;
-    }
+    (None, retry(&parser))
 }

@@ -21,6 +21,7 @@
 //! Layout:
 //! - `client.rs`: [`Client`], [`Target`], [`ConnectOptions`], era detection;
 //! - `envelope.rs`: JSON-RPC lines written and read with toolwright-jsonrpc;
+//! - `peer/`: [`Peer`], one concurrent connection in either era (what the gateway uses);
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
 //!   over hyper (plain `http://`; no TLS);
 //! - [`trust`]: the trust configuration and what it changes;
@@ -31,12 +32,14 @@ mod client;
 mod envelope;
 mod error;
 mod http;
+mod peer;
 mod sse;
-mod stdio;
 pub mod trust;
 mod validate;
 
 pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
 pub use error::{ClientError, TrustConfigError};
+pub use peer::{BoxFuture, Call, NoHandler, Peer, PeerHandler, PeerOptions, ProgressFn};
+pub use tokio_util::sync::CancellationToken;
 pub use trust::TrustConfig;
 pub use validate::{OutputProblem, check_output};

@@ -16,6 +16,9 @@ pub(crate) struct SseParser {
     event: String,
     data: String,
     has_data: bool,
+    /// The last `retry` field: how long (ms) the server wants a client to wait before
+    /// reconnecting.
+    pub(crate) retry: Option<u64>,
 }
 
 impl SseParser {
@@ -69,6 +72,11 @@ impl SseParser {
                 self.has_data = true;
             }
             "event" => self.event = value.to_owned(),
+            "retry" => {
+                if let Ok(ms) = value.parse() {
+                    self.retry = Some(ms);
+                }
+            }
             _ => {}
         }
     }
@@ -106,5 +114,8 @@ mod tests {
         );
         assert_eq!(events(&["id: 7\nretry: 10\n\n"]), []);
         assert_eq!(events(&["data: unterminated"]), []);
+        let mut p = SseParser::default();
+        p.push(b"retry: 1500\nretry: soon\n\n");
+        assert_eq!(p.retry, Some(1500));
     }
 }

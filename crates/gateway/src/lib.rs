@@ -4,3 +4,22 @@
 //! stdio or Streamable HTTP. Their tools join the built-in and declared ones in one tool
 //! set, namespaced by server, filtered, renamed and overridden as the file says, with
 //! annotations the operator can believe and a policy that is enforced on every call.
+//!
+//! Layout:
+//! - [`naming`]: an upstream's tool list to the tools exposed (filters, renames, prefixes,
+//!   overrides, fixed arguments), and every server's merged, collisions dropped.
+//! - [`policy`]: the annotations clients see, allow/confirm/deny, the confirmation form.
+//! - [`pin`]: fingerprints, the state file, quarantine and acceptance.
+
+/// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
+#[cfg(test)]
+macro_rules! table {
+    ($check:expr; $( ($($arg:expr),* $(,)?) );* $(;)?) => {{
+        let check = $check;
+        $( check($($arg),*); )*
+    }};
+}
+
+pub mod naming;
+pub mod pin;
+pub mod policy;

@@ -34,6 +34,9 @@ pub struct Entry {
     /// The `x-mcp-header` arguments of `inputSchema` (mirrored in modern HTTP headers),
     /// compiled once.
     pub param_headers: ParamHeaders,
+    /// Whether `tools/list` shows the tool ([`Tool::listed`]); an unlisted tool can still be
+    /// called, and its call explains why it is not listed.
+    pub listed: bool,
 }
 
 impl Entry {
@@ -68,6 +71,7 @@ impl Entry {
             }
         })?;
         let output = match &definition.output_schema {
+            Some(_) if handler.checks_own_output() => None,
             Some(s) => Some(
                 Validator::compile(s).map_err(|source| RegisterError::Schema {
                     name: name.clone(),
@@ -84,6 +88,7 @@ impl Entry {
                 source: Box::new(source),
             }
         })?;
+        let listed = handler.listed();
         Ok(Entry {
             definition,
             handler,
@@ -91,6 +96,7 @@ impl Entry {
             output,
             required_capabilities,
             param_headers,
+            listed,
         })
     }
 }
@@ -191,10 +197,13 @@ impl Snapshot {
         let mut pages = Vec::new();
         let mut json = String::from("[");
         let mut page_start = start;
+        let mut count = 0;
         for (i, e) in self.entries.iter().enumerate().skip(start) {
+            if !e.listed {
+                continue;
+            }
             let item = serde_json::to_string(&e.definition.to_wire(version))
                 .expect("definitions serialize");
-            let count = i - page_start;
             if count > 0
                 && (count >= self.paging.max_tools
                     || json.len() + 1 + item.len() + 1 > self.paging.max_bytes)
@@ -210,11 +219,13 @@ impl Snapshot {
                 }
                 json.push('[');
                 page_start = i;
+                count = 0;
             }
-            if i > page_start {
+            if count > 0 {
                 json.push(',');
             }
             json.push_str(&item);
+            count += 1;
         }
         json.push(']');
         pages.push(CachedPage {
@@ -453,6 +464,77 @@ mod tests {
                 (w, g) => panic!("{def}: wanted {w:?}, got {g:?}"),
             }
         }
+    }
+
+    /// A tool the list does not show, but a call finds.
+    struct Unlisted(&'static str);
+    impl Tool for Unlisted {
+        fn definition(&self) -> ToolDefinition {
+            ToolDefinition::new(self.0, json!({"type": "object"}))
+        }
+        fn call(&self, _args: Value, _ctx: crate::ToolContext) -> crate::ToolFuture<'_> {
+            Box::pin(async { Ok(CallToolResult::default()) })
+        }
+        fn listed(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn unlisted_tools_are_found_but_not_listed_and_pages_skip_them() {
+        let r = Registry::new(Paging {
+            max_tools: 2,
+            ..Paging::default()
+        });
+        for t in [
+            named("a"),
+            Arc::new(Unlisted("b")),
+            named("c"),
+            Arc::new(Unlisted("d")),
+            named("e"),
+        ] {
+            r.register(t).unwrap();
+        }
+        let snap = r.snapshot();
+        assert!(snap.get("b").is_some() && !snap.get("b").unwrap().listed);
+        let v = ProtocolVersion::LATEST;
+        let names = |json: &str| -> Vec<String> {
+            serde_json::from_str::<Vec<Value>>(json)
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let p1 = snap.page(None, v).unwrap();
+        assert_eq!(names(&p1.tools_json), ["a", "c"]);
+        let p2 = snap.page(p1.next_cursor.as_deref(), v).unwrap();
+        assert_eq!(names(&p2.tools_json), ["e"]);
+        assert!(p2.next_cursor.is_none());
+    }
+
+    /// A tool that validates its own structured output.
+    struct SelfChecked;
+    impl Tool for SelfChecked {
+        fn definition(&self) -> ToolDefinition {
+            ToolDefinition::new("s", json!({"type": "object"}))
+                .with_output_schema(json!({"type": "object"}))
+        }
+        fn call(&self, _args: Value, _ctx: crate::ToolContext) -> crate::ToolFuture<'_> {
+            Box::pin(async { Ok(CallToolResult::default()) })
+        }
+        fn checks_own_output(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_tool_that_checks_its_own_output_gets_no_server_validator() {
+        let own = Entry::compile(Arc::new(SelfChecked)).unwrap();
+        assert!(own.output.is_none());
+        let plain = Entry::compile(tool(json!({"name": "p", "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object"}})))
+        .unwrap();
+        assert!(plain.output.is_some());
     }
 
     #[test]

@@ -62,6 +62,21 @@ pub trait Tool: Send + Sync + 'static {
     fn required_client_capabilities(&self) -> Option<ClientCapabilities> {
         None
     }
+
+    /// Whether `tools/list` shows the tool [default: yes]. A tool that is registered but
+    /// not listed can still be called; a gateway uses this for a tool it refuses (denied
+    /// by policy, or quarantined) so the refusal can say why. Read once at registration.
+    fn listed(&self) -> bool {
+        true
+    }
+
+    /// Whether the tool validates its own `structuredContent` against its `outputSchema`
+    /// [default: no, the server does]. A tool that says yes is trusted to have done it: a
+    /// gateway turns an upstream's violation into an `isError` naming the upstream, or only
+    /// logs it. Read once at registration.
+    fn checks_own_output(&self) -> bool {
+        false
+    }
 }
 
 type BoxedFn = dyn Fn(Value, ToolContext) -> ToolFuture<'static> + Send + Sync;

@@ -3,7 +3,7 @@
 
 use crate::error::{FileProblem, Location, Problem, Seg};
 use crate::locate;
-use crate::model::FileSpec;
+use crate::model::{FILE_KEYS, FileSpec};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -44,6 +44,11 @@ pub struct Document {
     pub tools: Vec<Value>,
     /// Whether the list is the whole file (`[...]`) rather than under `tools`.
     pub bare: bool,
+    /// The entries of `servers:`, name and value, in file order (each is read into a
+    /// [`ServerSpec`](crate::servers::ServerSpec) on its own by [`Document::read_servers`]).
+    pub servers: Vec<(String, Value)>,
+    /// `gateway:` as written.
+    pub gateway: Option<Value>,
 }
 
 impl Document {
@@ -87,12 +92,55 @@ impl Document {
         let shape_error = || {
             problem(
                 Some(Location { line: 1, column: 1 }),
-                "expected `tools:` with a list of tools, or a list of tools".to_owned(),
+                "expected `tools:` (a list of tools), `servers:` (a map of upstream servers) or `gateway:`, or a list of tools".to_owned(),
             )
         };
-        let (tools, bare) = match serde_json::from_value::<FileSpec>(value) {
-            Ok(FileSpec::Bare(v)) => (v, true),
-            Ok(f) => (f.into_tools(), false),
+        let placed = |key: &str, message: String| {
+            let path = [Seg::Key(key.to_owned())];
+            let location = match format {
+                Format::Yaml | Format::Json => locate::in_yaml(&text, &path),
+                Format::Toml => locate::in_toml(&text, &path),
+            };
+            problem(location, message)
+        };
+        if let Value::Object(members) = &value {
+            if members.is_empty() {
+                return Err(shape_error());
+            }
+            if let Some(key) = members.keys().find(|k| !FILE_KEYS.contains(&k.as_str())) {
+                return Err(placed(
+                    key,
+                    format!(
+                        "unknown member `{key}`: a file holds `tools:`, `servers:` and `gateway:`"
+                    ),
+                ));
+            }
+            for (key, ok, what) in [
+                (
+                    "tools",
+                    Value::is_array as fn(&Value) -> bool,
+                    "a list of tools",
+                ),
+                ("servers", Value::is_object, "a map: server name -> server"),
+                (
+                    "gateway",
+                    Value::is_object,
+                    "a map of settings (separator, state_file)",
+                ),
+            ] {
+                if members.get(key).is_some_and(|v| !ok(v)) {
+                    return Err(placed(key, format!("`{key}` must be {what}")));
+                }
+            }
+        }
+        let (tools, bare, servers, gateway) = match serde_json::from_value::<FileSpec>(value) {
+            Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None),
+            Ok(FileSpec::Tools(f)) => (
+                f.tools,
+                false,
+                f.servers.unwrap_or_default().into_iter().collect(),
+                f.gateway,
+            ),
             Err(_) => return Err(shape_error()),
         };
         Ok(Document {
@@ -101,6 +149,8 @@ impl Document {
             text,
             tools,
             bare,
+            servers,
+            gateway,
         })
     }
 
@@ -139,11 +189,30 @@ impl Document {
 
     /// Where `at` inside tool `index` is.
     pub fn locate(&self, index: usize, at: &[Seg]) -> Option<Location> {
-        let path = self.path_of(index, at);
+        self.locate_path(&self.path_of(index, at))
+    }
+
+    /// Where `path` (from the file's root: `servers.NAME.command`) is.
+    pub fn locate_path(&self, path: &[Seg]) -> Option<Location> {
         match self.format {
-            Format::Yaml | Format::Json => locate::in_yaml(&self.text, &path),
-            Format::Toml => locate::in_toml(&self.text, &path),
+            Format::Yaml | Format::Json => locate::in_yaml(&self.text, path),
+            Format::Toml => locate::in_toml(&self.text, path),
         }
+    }
+
+    /// A problem whose path starts at the file's root (`servers.NAME.url`), placed.
+    pub fn root_problem(&self, problem: Problem) -> FileProblem {
+        FileProblem {
+            file: self.file.clone(),
+            location: self.locate_path(&problem.at),
+            tool: None,
+            problem,
+        }
+    }
+
+    /// A problem in server `name` (its path from the server's own value), placed.
+    pub fn server_problem(&self, name: &str, problem: Problem) -> FileProblem {
+        self.root_problem(problem.under(name).under("servers"))
     }
 
     /// A problem in tool `index`, placed.
@@ -158,5 +227,63 @@ impl Document {
             tool: Some((index, name)),
             problem,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(name: &str, text: &str) -> Result<Document, String> {
+        let path = Path::new(name);
+        Document::parse(path, Format::of(path).unwrap(), text.to_owned()).map_err(|p| p.to_string())
+    }
+
+    #[test]
+    fn a_file_holds_tools_servers_and_gateway_in_any_subset() {
+        let d = parse(
+            "f.yaml",
+            "servers:\n  a: {command: [x]}\n  b: {url: 'http://h'}\n",
+        )
+        .unwrap();
+        assert!(d.tools.is_empty() && !d.bare);
+        let names: Vec<&str> = d.servers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let d = parse("f.json", r#"{"gateway": {"separator": "."}}"#).unwrap();
+        assert!(d.gateway.is_some() && d.servers.is_empty());
+        let d = parse(
+            "f.toml",
+            "[[tools]]\nname = \"t\"\n\n[servers.s]\nurl = \"http://h\"\n",
+        )
+        .unwrap();
+        assert_eq!((d.tools.len(), d.servers.len()), (1, 1));
+        let d = parse("f.yaml", "- name: t\n").unwrap();
+        assert!(d.bare && d.servers.is_empty());
+    }
+
+    #[test]
+    fn a_wrong_top_level_is_placed() {
+        assert_eq!(
+            parse("f.yaml", "tools: []\nserver:\n  a: {}\n").unwrap_err(),
+            "f.yaml:2:1: unknown member `server`: a file holds `tools:`, `servers:` and `gateway:`"
+        );
+        assert_eq!(
+            parse("f.yaml", "servers:\n  - a\n").unwrap_err(),
+            "f.yaml:1:1: `servers` must be a map: server name -> server"
+        );
+        assert_eq!(
+            parse("f.toml", "x = 1\ntools = 3\n").unwrap_err(),
+            "f.toml:1:1: unknown member `x`: a file holds `tools:`, `servers:` and `gateway:`"
+        );
+        assert!(
+            parse("f.json", "{}")
+                .unwrap_err()
+                .starts_with("f.json:1:1: expected `tools:`")
+        );
+        assert!(
+            parse("f.json", "3")
+                .unwrap_err()
+                .starts_with("f.json:1:1: expected `tools:`")
+        );
     }
 }

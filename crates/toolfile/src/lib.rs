@@ -11,10 +11,21 @@
 //! - [`paths`]: `{name:path}` arguments resolved beneath the roots.
 //! - [`rules`]: what the loader and `toolwright lint` both read of a spec without compiling
 //!   its action (templates by position, shells, shared refusals).
-//! - [`servers`]: the gateway's `servers:` and `gateway:` settings.
+//! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.
+//! - [`config`]: those settings checked and the files merged ([`read_config`]).
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`error`]: load, compile and template errors.
 
+/// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
+#[cfg(test)]
+macro_rules! table {
+    ($check:expr; $( ($($arg:expr),* $(,)?) );* $(;)?) => {{
+        let check = $check;
+        $( check($($arg),*); )*
+    }};
+}
+
+pub mod config;
 pub mod document;
 pub mod error;
 pub mod input;
@@ -25,5 +36,6 @@ pub mod rules;
 pub mod servers;
 pub mod template;
 
+pub use config::{GatewayConfig, Server, read_config};
 pub use document::{Document, Format};
 pub use error::{FileProblem, LoadError, Problem};

@@ -8,11 +8,12 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// A whole file: `{tools: [...]}`, or a bare array of tools (the seeds' `TOOLS` list).
+/// A whole file: `{tools: [...], servers: {...}, gateway: {...}}` (any of the three), or a
+/// bare array of tools (the seeds' `TOOLS` list).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum FileSpec {
-    /// `tools: [...]`.
+    /// `tools: [...]`, `servers: {...}`, `gateway: {...}`.
     Tools(ToolsFile),
     /// `[...]`.
     Bare(Vec<Value>),
@@ -29,12 +30,23 @@ impl FileSpec {
     }
 }
 
-/// `{tools: [...]}`.
+/// The members of a file that is a mapping.
+pub const FILE_KEYS: &[&str] = &["tools", "servers", "gateway"];
+
+/// `{tools: [...], servers: {...}, gateway: {...}}`: declared tools, upstream servers
+/// (each read into a [`crate::servers::ServerSpec`] on its own) and the gateway's settings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsFile {
     /// The declared tools.
+    #[serde(default)]
     pub tools: Vec<Value>,
+    /// The upstream servers, by name, in file order.
+    #[serde(default)]
+    pub servers: Option<Map<String, Value>>,
+    /// `gateway:` as written.
+    #[serde(default)]
+    pub gateway: Option<Value>,
 }
 
 /// One declared tool: the MCP `Tool` fields, an action and how its output is shaped.

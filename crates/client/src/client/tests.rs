@@ -2,32 +2,6 @@
 
 use super::*;
 
-#[test]
-fn modern_errors_are_recognised() {
-    assert!(is_modern_error(
-        -32022,
-        "Unsupported protocol version",
-        None
-    ));
-    assert!(is_modern_error(-32602, "missing params._meta", None));
-    assert!(is_modern_error(
-        -32602,
-        "Invalid params",
-        Some(&json!({"missing": "_meta"}))
-    ));
-    assert!(!is_modern_error(
-        -32602,
-        "Invalid request parameters",
-        Some(&json!(""))
-    ));
-    assert!(!is_modern_error(-32601, "Method not found", None));
-    assert!(!is_modern_error(
-        -32000,
-        "Bad Request: No valid session ID provided",
-        None
-    ));
-}
-
 /// A stdio "server" made of a shell script that answers requests by position.
 fn script(lines: &str) -> Target {
     Target::command(&["sh", "-c", lines])

@@ -1,0 +1,240 @@
+//! The Streamable HTTP link: the headers of each era, the legacy session (kept, renewed
+//! when it expires, deleted at the end), and the legacy GET stream.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::Method;
+use toolwright_jsonrpc::{ErrorObject, Message, RequestId, Response};
+use toolwright_protocol::headers::encode_value;
+
+use super::connect::{self, Backoff};
+use super::route::{Inner, Origin, RawOutcome, rpc_error};
+use super::{Call, PeerHandler};
+use crate::http::{Answer, Endpoint, Exchange, Reply, exchange};
+use crate::{ClientError, Era};
+
+/// Where the server is.
+pub(super) struct HttpLink {
+    pub endpoint: Endpoint,
+}
+
+impl Inner {
+    /// The headers of a message: the era's (`MCP-Protocol-Version`, and `Mcp-Method` and
+    /// `Mcp-Name` for modern requests, `Mcp-Session-Id` for legacy ones), the bearer
+    /// token, then `extra`. Also returns the session the headers name.
+    fn http_headers(
+        &self,
+        method: Option<&str>,
+        name: Option<&str>,
+        extra: &[(String, String)],
+    ) -> (Vec<(String, String)>, Option<String>) {
+        let state = self.state.read();
+        let mut headers = Vec::new();
+        let version = (
+            "MCP-Protocol-Version".to_owned(),
+            state.version.as_str().to_owned(),
+        );
+        match state.era {
+            Era::Modern => {
+                headers.push(version);
+                if let Some(m) = method {
+                    headers.push(("Mcp-Method".to_owned(), m.to_owned()));
+                }
+                if let Some(n) = name {
+                    headers.push(("Mcp-Name".to_owned(), encode_value(n).into_owned()));
+                }
+            }
+            Era::Legacy => {
+                if let Some(id) = &state.session_id {
+                    headers.push(("Mcp-Session-Id".to_owned(), id.clone()));
+                }
+                if method != Some("initialize") {
+                    headers.push(version);
+                }
+            }
+        }
+        if let Some(token) = &self.options.bearer {
+            headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
+        }
+        headers.extend(extra.iter().cloned());
+        (headers, state.session_id.clone())
+    }
+
+    /// POSTs one message; what else arrives on its stream is dispatched as coming from
+    /// `handler`'s stream.
+    async fn post(
+        self: &Arc<Self>,
+        h: &HttpLink,
+        line: &[u8],
+        id: Option<&RequestId>,
+        call: (&str, Option<&str>, &[(String, String)]),
+        handler: &Arc<dyn PeerHandler>,
+    ) -> Result<(Reply, Option<String>), ClientError> {
+        let (method, name, extra) = call;
+        let (headers, session) = self.http_headers(Some(method), name, extra);
+        let origin = Origin::Http(Arc::clone(handler));
+        let ex = Exchange {
+            method: Method::POST,
+            body: Some(line),
+            id,
+            headers: &headers,
+            rpc_method: method,
+        };
+        let reply = exchange(&h.endpoint, ex, &mut |m| self.on_message(m, &origin)).await?;
+        Ok((reply, session))
+    }
+
+    /// A request over HTTP; a legacy session that expired (404) is renewed once.
+    pub(super) async fn http_request(
+        self: &Arc<Self>,
+        h: &HttpLink,
+        id: &RequestId,
+        line: &[u8],
+        call: &Call,
+    ) -> Result<RawOutcome, ClientError> {
+        let method = call.method.as_str();
+        let handler = call
+            .on_request
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&self.handler));
+        let what = (method, call.name.as_deref(), call.headers.as_slice());
+        let (mut reply, session) = self.post(h, line, Some(id), what, &handler).await?;
+        if reply.status == 404
+            && self.era() == Era::Legacy
+            && method != "initialize"
+            && let Some(stale) = session
+        {
+            self.renew_session(&stale).await?;
+            reply = self.post(h, line, Some(id), what, &handler).await?.0;
+        }
+        if method == "initialize"
+            && let Some(sid) = &reply.session_id
+        {
+            self.state.write().session_id = Some(sid.clone());
+        }
+        match reply.answer {
+            Some(Answer::Response(r)) => Ok(r.outcome),
+            Some(Answer::Error(e)) => Ok(Err(e)),
+            None => Err(http_error(method, &reply)),
+        }
+    }
+
+    /// The legacy session `stale` expired: initialize again (once, however many requests
+    /// found out at the same time).
+    async fn renew_session(self: &Arc<Self>, stale: &str) -> Result<(), ClientError> {
+        let _one = self.reinit.lock().await;
+        if self.state.read().session_id.as_deref() != Some(stale) {
+            return Ok(()); // another request renewed it
+        }
+        self.state.write().session_id = None;
+        Box::pin(connect::initialize(self)).await
+    }
+
+    /// POSTs a notification.
+    pub(super) async fn http_notify(
+        self: &Arc<Self>,
+        h: &HttpLink,
+        method: &str,
+        line: &[u8],
+    ) -> Result<(), ClientError> {
+        let handler = Arc::clone(&self.handler);
+        let (reply, _) = self
+            .post(h, line, None, (method, None, &[]), &handler)
+            .await?;
+        if reply.status >= 400 {
+            return Err(http_error(method, &reply));
+        }
+        Ok(())
+    }
+
+    /// POSTs our answer to a server request.
+    pub(super) async fn http_answer(self: &Arc<Self>, h: &HttpLink, line: &[u8]) {
+        let (headers, _) = self.http_headers(None, None, &[]);
+        let ex = Exchange {
+            method: Method::POST,
+            body: Some(line),
+            id: None,
+            headers: &headers,
+            rpc_method: "a response",
+        };
+        let origin = Origin::Http(Arc::clone(&self.handler));
+        let _ = exchange(&h.endpoint, ex, &mut |m| self.on_message(m, &origin)).await;
+    }
+
+    /// Deletes the legacy session, if there is one.
+    pub(super) async fn delete_session(&self, h: &HttpLink) {
+        if self.state.read().session_id.is_none() {
+            return;
+        }
+        let (headers, _) = self.http_headers(None, None, &[]);
+        let ex = Exchange {
+            method: Method::DELETE,
+            body: None,
+            id: None,
+            headers: &headers,
+            rpc_method: "DELETE",
+        };
+        let mut ignore = |_| {};
+        let send = exchange(&h.endpoint, ex, &mut ignore);
+        let _ = tokio::time::timeout(Duration::from_secs(2), send).await;
+    }
+}
+
+/// The legacy GET stream: the server's messages that belong to no request (list changes,
+/// requests of its own), re-opened while the peer lives. A 405 means the server offers
+/// none; a 404 for the session we have, that it is gone.
+pub(super) async fn get_stream(inner: Arc<Inner>) {
+    let super::route::Link::Http(h) = &inner.link else {
+        return;
+    };
+    let origin = Origin::Http(Arc::clone(&inner.handler));
+    let mut backoff = Backoff::default();
+    loop {
+        let (headers, session) = inner.http_headers(None, None, &[]);
+        let ex = Exchange {
+            method: Method::GET,
+            body: None,
+            id: None,
+            headers: &headers,
+            rpc_method: "the GET stream",
+        };
+        let started = Instant::now();
+        let mut on_message = |m: Message| inner.on_message(m, &origin);
+        let reply = tokio::select! {
+            r = exchange(&h.endpoint, ex, &mut on_message) => r,
+            () = inner.shutdown.cancelled() => return,
+        };
+        let wait = match reply {
+            Ok(r) if r.status == 405 => return,
+            Ok(r) if r.status == 404 && inner.state.read().session_id == session => return,
+            Ok(r) if r.status < 300 => {
+                backoff.lasted(started.elapsed());
+                r.retry.unwrap_or_else(|| backoff.next())
+            }
+            _ => backoff.next(),
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = inner.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// An HTTP answer without a JSON-RPC response: its JSON-RPC error if there is one (e.g. a
+/// 400 with an id-less error), else the status and the start of the body.
+fn http_error(method: &str, reply: &Reply) -> ClientError {
+    match &reply.answer {
+        Some(
+            Answer::Error(e)
+            | Answer::Response(Response {
+                outcome: Err(e), ..
+            }),
+        ) => rpc_error(method, ErrorObject::clone(e)),
+        _ => ClientError::Http {
+            method: method.to_owned(),
+            status: reply.status,
+            body: reply.text.clone(),
+        },
+    }
+}

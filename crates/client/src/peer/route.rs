@@ -1,0 +1,505 @@
+//! The shared state of a [`Peer`](super::Peer): sending a request (ids, `_meta`,
+//! progress tokens, timeouts, cancellation) and dispatching what the server sends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
+use toolwright_protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
+use toolwright_protocol::{Implementation, ProtocolVersion, ServerCapabilities};
+
+use super::http::HttpLink;
+use super::stdio::StdioLink;
+use super::{Call, PeerHandler, PeerOptions, ProgressFn};
+use crate::{ClientError, Era, Target, envelope};
+
+/// A JSON-RPC outcome as it arrived: the raw `result`, or the `error` object.
+pub(super) type RawOutcome = Result<Box<RawValue>, ErrorObject>;
+
+/// How one request is sent (beyond its [`Call`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Send {
+    /// How long to wait; `None`: as long as the peer lives (a listen stream).
+    pub timeout: Option<Duration>,
+    /// Tell the server when we stop waiting (false for the era probe, which a legacy
+    /// server must not see cancelled before `initialize`).
+    pub cancel_upstream: bool,
+}
+
+impl Send {
+    /// Wait at most `timeout`, and cancel upstream on expiry.
+    pub(super) fn timeout(timeout: Duration) -> Send {
+        Send {
+            timeout: Some(timeout),
+            cancel_upstream: true,
+        }
+    }
+}
+
+/// What the connection has learned about the server.
+#[derive(Debug, Clone)]
+pub(super) struct State {
+    pub era: Era,
+    pub version: ProtocolVersion,
+    pub server_info: Option<Implementation>,
+    pub capabilities: Option<ServerCapabilities>,
+    /// Legacy HTTP: the session.
+    pub session_id: Option<String>,
+}
+
+/// The transport.
+pub(super) enum Link {
+    Stdio(Box<StdioLink>),
+    Http(HttpLink),
+}
+
+/// A request waiting for its response (stdio; over HTTP the response comes on the
+/// request's own stream).
+struct Pending {
+    method: String,
+    tx: oneshot::Sender<Result<RawOutcome, ClientError>>,
+    on_request: Option<Arc<dyn PeerHandler>>,
+}
+
+#[derive(Default)]
+struct Table {
+    map: HashMap<RequestId, Pending>,
+    /// Set when the connection died: nothing more is accepted.
+    dead: bool,
+}
+
+/// Where a message arrived, which decides who answers a request in it.
+#[derive(Clone)]
+pub(super) enum Origin {
+    /// The stdio channel, shared by every call.
+    Stdio,
+    /// An HTTP stream: this handler answers the requests on it.
+    Http(Arc<dyn PeerHandler>),
+}
+
+/// The connection itself, shared by the peer's clones and its background tasks.
+pub(super) struct Inner {
+    pub target: Target,
+    pub options: PeerOptions,
+    pub handler: Arc<dyn PeerHandler>,
+    pub link: Link,
+    pub state: RwLock<State>,
+    next_id: AtomicI64,
+    table: Mutex<Table>,
+    progress: Mutex<HashMap<String, ProgressFn>>,
+    /// Fired when the connection died or was closed.
+    pub dead: CancellationToken,
+    /// Fired when the background tasks must stop (death, close, last clone dropped).
+    pub shutdown: CancellationToken,
+    /// Set once `connect` succeeded: only then is a death reported to the handler.
+    connected: AtomicBool,
+    /// Set once the handler heard of the death (or must never: a `close()`).
+    reported: AtomicBool,
+    /// Serializes re-initialization after a legacy HTTP session expired.
+    pub reinit: tokio::sync::Mutex<()>,
+}
+
+impl Inner {
+    pub(super) fn new(
+        target: Target,
+        options: PeerOptions,
+        handler: Arc<dyn PeerHandler>,
+        link: Link,
+    ) -> Inner {
+        Inner {
+            target,
+            options,
+            handler,
+            link,
+            state: RwLock::new(State {
+                era: Era::Modern,
+                version: ProtocolVersion::LATEST,
+                server_info: None,
+                capabilities: None,
+                session_id: None,
+            }),
+            next_id: AtomicI64::new(0),
+            table: Mutex::new(Table::default()),
+            progress: Mutex::new(HashMap::new()),
+            dead: CancellationToken::new(),
+            shutdown: CancellationToken::new(),
+            connected: AtomicBool::new(false),
+            reported: AtomicBool::new(false),
+            reinit: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub(super) fn era(&self) -> Era {
+        self.state.read().era
+    }
+
+    /// `connect` is done: a death from now on is the handler's business (and one that
+    /// already happened is reported now).
+    pub(super) fn mark_connected(&self) {
+        self.connected.store(true, Ordering::SeqCst);
+        if self.dead.is_cancelled() {
+            self.report(&self.why_dead());
+        }
+    }
+
+    fn report(&self, why: &str) {
+        if self.connected.load(Ordering::SeqCst) && !self.reported.swap(true, Ordering::SeqCst) {
+            self.handler.closed(why);
+        }
+    }
+
+    fn why_dead(&self) -> String {
+        match &self.link {
+            Link::Stdio(s) => s.why_dead(),
+            Link::Http(_) => "the connection was closed".to_owned(),
+        }
+    }
+
+    /// The error for a request on a dead connection.
+    pub(super) fn closed_error(&self, method: &str) -> ClientError {
+        ClientError::Closed {
+            method: method.to_owned(),
+            stderr: match &self.link {
+                Link::Stdio(s) => s.stderr_tail(),
+                Link::Http(_) => String::new(),
+            },
+        }
+    }
+
+    /// The connection died: every pending request fails now, the background tasks stop,
+    /// the handler hears of it (once).
+    pub(super) fn die(&self) {
+        let drained = {
+            let mut t = self.table.lock();
+            t.dead = true;
+            std::mem::take(&mut t.map)
+        };
+        for (_, p) in drained {
+            let _ = p.tx.send(Err(self.closed_error(&p.method)));
+        }
+        self.shutdown.cancel();
+        self.dead.cancel();
+        self.report(&self.why_dead());
+    }
+
+    /// Ends the connection on purpose (the handler is not told).
+    pub(super) async fn close(&self) {
+        self.reported.store(true, Ordering::SeqCst);
+        self.shutdown.cancel();
+        match &self.link {
+            Link::Stdio(s) => s.close(Duration::from_secs(2)).await,
+            Link::Http(h) => self.delete_session(h).await,
+        }
+        self.die();
+    }
+
+    /// Sends `call` and returns its `result` object.
+    pub(super) async fn request(
+        self: &Arc<Self>,
+        call: Call,
+        how: Send,
+    ) -> Result<Value, ClientError> {
+        let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+        let era = self.era();
+        let mut params = match call.params.clone() {
+            Value::Null => Value::Object(Map::new()),
+            p => p,
+        };
+        let mut meta = Map::new();
+        if era == Era::Modern {
+            meta.extend(self.modern_meta());
+        }
+        let progress = call.progress.clone().map(|f| {
+            let token = format!("toolwright-{id}");
+            self.progress.lock().insert(token.clone(), f);
+            meta.insert("progressToken".to_owned(), Value::String(token.clone()));
+            ProgressGuard { inner: self, token }
+        });
+        if !meta.is_empty()
+            && let Some(obj) = params.as_object_mut()
+        {
+            match obj.get_mut("_meta").and_then(Value::as_object_mut) {
+                Some(m) => m.extend(meta),
+                None => {
+                    obj.insert("_meta".to_owned(), Value::Object(meta));
+                }
+            }
+        }
+        let line = envelope::request(&id, &call.method, &params);
+        let answer = async {
+            match &self.link {
+                Link::Stdio(s) => self.stdio_request(s, &id, &line, &call).await,
+                Link::Http(h) => self.http_request(h, &id, &line, &call).await,
+            }
+        };
+        let timer = async {
+            match how.timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match &call.cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = answer => outcome,
+            () = timer => {
+                if how.cancel_upstream {
+                    self.cancel_upstream(&id, &call.method, "timed out");
+                }
+                return Err(ClientError::Timeout {
+                    method: call.method.clone(),
+                    after: how.timeout.unwrap_or_default(),
+                });
+            }
+            () = cancelled => {
+                if how.cancel_upstream {
+                    self.cancel_upstream(&id, &call.method, "cancelled by the client");
+                }
+                return Err(ClientError::Cancelled { method: call.method.clone() });
+            }
+        };
+        drop(progress);
+        let raw = outcome?.map_err(|e| rpc_error(&call.method, e))?;
+        parse_result(&call.method, era, &raw)
+    }
+
+    /// The `_meta` entries of every modern request.
+    fn modern_meta(&self) -> Map<String, Value> {
+        let version = self.state.read().version;
+        let m = json!({
+            PROTOCOL_VERSION: version.as_str(),
+            CLIENT_CAPABILITIES: self.options.capabilities,
+            CLIENT_INFO: self.options.connect.client_info,
+        });
+        match m {
+            Value::Object(m) => m,
+            _ => unreachable!("json! of an object"),
+        }
+    }
+
+    async fn stdio_request(
+        self: &Arc<Self>,
+        link: &StdioLink,
+        id: &RequestId,
+        line: &[u8],
+        call: &Call,
+    ) -> Result<RawOutcome, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut t = self.table.lock();
+            if t.dead {
+                return Err(self.closed_error(&call.method));
+            }
+            t.map.insert(
+                id.clone(),
+                Pending {
+                    method: call.method.clone(),
+                    tx,
+                    on_request: call.on_request.clone(),
+                },
+            );
+        }
+        let _guard = PendingGuard { inner: self, id };
+        if !link.send(line).await {
+            return Err(self.closed_error(&call.method));
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(self.closed_error(&call.method)))
+    }
+
+    /// Tells the server we stopped waiting for `id`: `notifications/cancelled`, except
+    /// over modern HTTP, where dropping the stream (done by the caller) is the cancel.
+    fn cancel_upstream(self: &Arc<Self>, id: &RequestId, method: &str, reason: &str) {
+        if method == "initialize" {
+            return; // never cancelled
+        }
+        if matches!(self.link, Link::Http(_)) && self.era() == Era::Modern {
+            return;
+        }
+        let params = json!({"requestId": id, "reason": reason});
+        let inner = Arc::clone(self);
+        tokio::spawn(async move {
+            let send = inner.notify("notifications/cancelled", params);
+            let _ = tokio::time::timeout(Duration::from_secs(10), send).await;
+        });
+    }
+
+    /// Sends a notification.
+    pub(super) async fn notify(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+    ) -> Result<(), ClientError> {
+        let line = envelope::notification(method, &params);
+        match &self.link {
+            Link::Stdio(s) => {
+                if s.send(&line).await {
+                    Ok(())
+                } else {
+                    Err(self.closed_error(method))
+                }
+            }
+            Link::Http(h) => self.http_notify(h, method, &line).await,
+        }
+    }
+
+    /// Handles one message the server sent on its own.
+    pub(super) fn on_message(self: &Arc<Self>, msg: Message, origin: &Origin) {
+        match msg {
+            Message::Response(r) => {
+                if matches!(origin, Origin::Stdio) {
+                    let pending = self.table.lock().map.remove(&r.id);
+                    if let Some(p) = pending {
+                        let _ = p.tx.send(Ok(r.outcome));
+                    }
+                }
+            }
+            Message::Request(req) => {
+                let params = parse_params(req.params.as_deref());
+                if req.method == "ping" {
+                    self.answer(req.id, Ok(json!({})));
+                    return;
+                }
+                let handler = match origin {
+                    Origin::Http(h) => Arc::clone(h),
+                    Origin::Stdio => self.stdio_handler(),
+                };
+                let inner = Arc::clone(self);
+                tokio::spawn(async move {
+                    let outcome = handler.request(req.method, params).await;
+                    inner.answer(req.id, outcome);
+                });
+            }
+            Message::Notification(n) => {
+                let params = parse_params(n.params.as_deref());
+                self.on_notification(&n.method, &params);
+            }
+            _ => {}
+        }
+    }
+
+    /// Over stdio, the handler of a server request: the one in-flight call with an
+    /// `on_request`, else the connection's.
+    fn stdio_handler(&self) -> Arc<dyn PeerHandler> {
+        let t = self.table.lock();
+        let mut with = t.map.values().filter_map(|p| p.on_request.as_ref());
+        match (with.next(), with.next()) {
+            (Some(h), None) => Arc::clone(h),
+            _ => Arc::clone(&self.handler),
+        }
+    }
+
+    fn on_notification(&self, method: &str, params: &Value) {
+        match method {
+            "notifications/progress" => {
+                let token = match params.get("progressToken") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => return,
+                };
+                let f = self.progress.lock().get(&token).cloned();
+                match f {
+                    Some(f) => {
+                        let num = |k: &str| params.get(k).and_then(Value::as_f64);
+                        let message = params
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        f(num("progress").unwrap_or(0.0), num("total"), message);
+                    }
+                    None => self.handler.notification(method, params),
+                }
+            }
+            "notifications/cancelled" | "notifications/subscriptions/acknowledged" => {}
+            _ => self.handler.notification(method, params),
+        }
+    }
+
+    /// Sends the answer to a server request (over HTTP, in a POST of its own).
+    fn answer(self: &Arc<Self>, id: RequestId, outcome: Result<Value, ErrorObject>) {
+        let line = envelope::answer(&id, &outcome);
+        let inner = Arc::clone(self);
+        tokio::spawn(async move {
+            let send = async {
+                match &inner.link {
+                    Link::Stdio(s) => {
+                        s.send(&line).await;
+                    }
+                    Link::Http(h) => inner.http_answer(h, &line).await,
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(30), send).await;
+        });
+    }
+}
+
+/// Removes a pending request when its caller stops waiting.
+struct PendingGuard<'a> {
+    inner: &'a Inner,
+    id: &'a RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.inner.table.lock().map.remove(self.id);
+    }
+}
+
+/// Forgets a progress token when its request ends.
+struct ProgressGuard<'a> {
+    inner: &'a Inner,
+    token: String,
+}
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        self.inner.progress.lock().remove(&self.token);
+    }
+}
+
+fn parse_params(raw: Option<&RawValue>) -> Value {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The error a JSON-RPC `error` object reports for `method`.
+pub(super) fn rpc_error(method: &str, err: ErrorObject) -> ClientError {
+    ClientError::Rpc {
+        method: method.to_owned(),
+        code: err.code,
+        message: err.message,
+        data: err.data.map(Box::new),
+    }
+}
+
+/// A `result` as a JSON object; in the modern era its `resultType` must be one we know
+/// (`complete`, absent, or `input_required`, which is returned as is).
+fn parse_result(method: &str, era: Era, raw: &RawValue) -> Result<Value, ClientError> {
+    let bad = |detail: String| ClientError::Malformed {
+        what: format!("{method} result"),
+        detail,
+    };
+    let result: Value = serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
+    if !result.is_object() {
+        return Err(bad(format!("it is {result}, not an object")));
+    }
+    if era == Era::Modern {
+        match result.get("resultType") {
+            None => {}
+            Some(Value::String(t)) if t == "complete" || t == "input_required" => {}
+            Some(other) => return Err(bad(format!("unknown resultType {other}"))),
+        }
+    }
+    Ok(result)
+}

@@ -1,0 +1,186 @@
+//! The stdio link: a child process, one JSON-RPC message per line each way. One reader
+//! task dispatches everything the child writes; writes are serialized by a lock on its
+//! stdin.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use toolwright_jsonrpc::LineDecoder;
+
+use super::PeerOptions;
+use super::route::{Inner, Origin};
+use crate::{ClientError, envelope};
+
+/// How much of the server's stderr is kept for error messages.
+const STDERR_KEEP: usize = 4096;
+
+/// A running server process.
+pub(super) struct StdioLink {
+    program: String,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    child: tokio::sync::Mutex<Child>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// The task copying stderr; it ends when the server closes stderr.
+    stderr_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// How the child ended, once the reader saw its stdout close.
+    exit: Mutex<Option<String>>,
+}
+
+impl StdioLink {
+    /// Starts `program args…` with piped stdio, in the environment and directory
+    /// `options` give. Returns the link and the child's stdout, for [`read`].
+    pub(super) fn spawn(
+        program: &str,
+        args: &[String],
+        options: &PeerOptions,
+    ) -> Result<(StdioLink, ChildStdout), ClientError> {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if options.env_clear {
+            command.env_clear();
+        }
+        command.envs(options.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &options.cwd {
+            command.current_dir(dir);
+        }
+        let mut child = command.spawn().map_err(|source| ClientError::Spawn {
+            program: program.to_owned(),
+            source,
+        })?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEEP)));
+        let keep = Arc::clone(&stderr);
+        let stderr_task = tokio::spawn(async move {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let mut k = keep.lock();
+                k.extend(&buf[..n]);
+                while k.len() > STDERR_KEEP {
+                    k.pop_front();
+                }
+            }
+        });
+        let link = StdioLink {
+            program: program.to_owned(),
+            stdin: tokio::sync::Mutex::new(stdin),
+            child: tokio::sync::Mutex::new(child),
+            stderr,
+            stderr_task: Mutex::new(Some(stderr_task)),
+            exit: Mutex::new(None),
+        };
+        Ok((link, stdout))
+    }
+
+    /// What the server wrote to stderr lately.
+    pub(super) fn stderr_tail(&self) -> String {
+        let k = self.stderr.lock();
+        let bytes: Vec<u8> = k.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Why the connection is dead, for [`PeerHandler::closed`](super::PeerHandler::closed).
+    pub(super) fn why_dead(&self) -> String {
+        let exit = self
+            .exit
+            .lock()
+            .clone()
+            .unwrap_or_else(|| "closed".to_owned());
+        let tail = self.stderr_tail();
+        let tail = tail.trim();
+        if tail.is_empty() {
+            format!("{} {exit}", self.program)
+        } else {
+            format!("{} {exit}; its stderr ended with:\n{tail}", self.program)
+        }
+    }
+
+    /// Writes one `\n`-terminated line; false when the child's stdin is gone.
+    pub(super) async fn send(&self, line: &[u8]) -> bool {
+        let mut stdin = self.stdin.lock().await;
+        let Some(pipe) = stdin.as_mut() else {
+            return false;
+        };
+        if pipe.write_all(line).await.is_err() || pipe.flush().await.is_err() {
+            stdin.take();
+            return false;
+        }
+        true
+    }
+
+    /// Closes stdin, waits up to `grace` for the process to exit, then kills it.
+    pub(super) async fn close(&self, grace: Duration) {
+        self.stdin.lock().await.take();
+        let mut child = self.child.lock().await;
+        if tokio::time::timeout(grace, child.wait()).await.is_err() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// After stdout closed: wait briefly for the last of stderr and the exit status.
+    async fn settle(&self) {
+        let task = self.stderr_task.lock().take();
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
+        }
+        let status = match self.child.try_lock() {
+            Ok(mut child) => {
+                match tokio::time::timeout(Duration::from_millis(200), child.wait()).await {
+                    Ok(Ok(status)) => format!("exited ({status})"),
+                    _ => "closed its stdout".to_owned(),
+                }
+            }
+            Err(_) => "was closed".to_owned(),
+        };
+        *self.exit.lock() = Some(status);
+    }
+}
+
+/// The reader task: dispatches every message the child writes, until its stdout closes
+/// (then the connection dies) or the peer is gone. Lines over the limit and lines that
+/// are not JSON-RPC are dropped: a client cannot act on them.
+pub(super) async fn read(inner: Weak<Inner>, mut stdout: ChildStdout) {
+    let mut decoder = LineDecoder::new(envelope::max_line());
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = stdout.read(&mut buf).await.unwrap_or(0);
+        let eof = n == 0;
+        decoder.push(&buf[..n]);
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        loop {
+            let next = if eof {
+                decoder.finish()
+            } else {
+                decoder.next_line()
+            };
+            let Some(line) = next else { break };
+            let Ok(line) = line else { continue };
+            for m in envelope::messages(&line) {
+                inner.on_message(m, &Origin::Stdio);
+            }
+        }
+        if eof {
+            if let super::route::Link::Stdio(link) = &inner.link {
+                link.settle().await;
+            }
+            inner.die();
+            return;
+        }
+    }
+}

@@ -1,0 +1,670 @@
+//! The gateway's part of a set of files, checked: every `servers:` entry read into a
+//! [`ServerSpec`] and checked, the `gateway:` settings resolved, the files merged. As for
+//! declared tools, a set loads as a whole or not at all, and every problem is placed by
+//! file, line and column ([`read_config`]).
+//!
+//! What cannot be known at load (an upstream's tool list) is checked when the list arrives
+//! (`toolwright-gateway`'s naming); a setting that could only apply to tools the filters hide
+//! is a warning here.
+
+use crate::document::Document;
+use crate::error::{FileProblem, LoadError, Problem, Seg};
+use crate::rules::{read_value, shell_of};
+use crate::servers::{GatewaySpec, ServerSpec, TrustSpec};
+use crate::template::{Part, Template};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The separators a server's prefix and a tool's name may be joined with.
+pub const SEPARATORS: &[&str] = &["__", "_", ".", "-"];
+
+/// The separator when `gateway.separator` is absent.
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+/// The state file's name when `gateway.state_file` is absent (next to the first file).
+pub const DEFAULT_STATE_FILE: &str = ".toolwright-pins.json";
+
+/// The longest server name.
+pub const MAX_SERVER_NAME: usize = 32;
+
+/// The longest prefix.
+pub const MAX_PREFIX: usize = 64;
+
+/// The hints of `annotations`, each a boolean.
+const HINTS: &[&str] = &[
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
+
+/// Everything the gateway needs of a set of files, checked.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// Between a prefix and a tool's name (one of [`SEPARATORS`]).
+    pub separator: String,
+    /// Where pins are kept: `gateway.state_file` relative to its file's directory, or
+    /// [`DEFAULT_STATE_FILE`] next to the first file.
+    pub state_file: PathBuf,
+    /// The upstream servers, in file order.
+    pub servers: Vec<Server>,
+    /// What is suspicious but loads (a per-tool setting no tool can reach).
+    pub warnings: Vec<FileProblem>,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            separator: DEFAULT_SEPARATOR.to_owned(),
+            state_file: PathBuf::from(DEFAULT_STATE_FILE),
+            servers: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// The server named `name`.
+    pub fn server(&self, name: &str) -> Option<&Server> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// One upstream server, checked.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// Its name (`[a-z0-9_-]{1,32}`).
+    pub name: String,
+    /// The file it is declared in.
+    pub file: PathBuf,
+    /// Its settings as written.
+    pub spec: ServerSpec,
+    /// The namespace of its tools: `prefix`, or the name; `""` for none.
+    pub prefix: String,
+    /// How it is reached.
+    pub transport: Transport,
+    /// Which upstream tools are exposed (`include`, `exclude`), compiled.
+    pub filter: NameFilter,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// A child process speaking over stdin and stdout.
+    Stdio {
+        /// The program and its arguments (no shell).
+        argv: Vec<String>,
+        /// Variables set for it: each value's `${VAR}` is the gateway's variable.
+        env: Vec<(String, Template)>,
+        /// The gateway's variables passed through besides the default allow-list.
+        inherit_env: Vec<String>,
+        /// Its working directory, resolved against the file's directory.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint (`http://` or `https://`).
+        url: String,
+        /// The variable holding a bearer token.
+        bearer_env: Option<String>,
+    },
+}
+
+/// `include` and `exclude`, compiled: which upstream names are exposed.
+#[derive(Debug, Clone, Default)]
+pub struct NameFilter {
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+}
+
+impl NameFilter {
+    /// Compiles the globs; a problem for each that does not compile, at `include[i]` or
+    /// `exclude[i]`.
+    ///
+    /// # Errors
+    ///
+    /// Every glob that does not compile.
+    pub fn compile(include: Option<&[String]>, exclude: &[String]) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let mut set = |key: &str, globs: &[String]| {
+            let mut b = GlobSetBuilder::new();
+            for (i, g) in globs.iter().enumerate() {
+                match Glob::new(g) {
+                    Ok(glob) => {
+                        b.add(glob);
+                    }
+                    Err(e) => problems.push(Problem::new(
+                        [Seg::from(key), Seg::Index(i)],
+                        format!("not a glob: {}", e.kind()),
+                    )),
+                }
+            }
+            b.build().ok()
+        };
+        let include = include.and_then(|g| set("include", g));
+        let exclude = if exclude.is_empty() {
+            None
+        } else {
+            set("exclude", exclude)
+        };
+        if problems.is_empty() {
+            Ok(NameFilter { include, exclude })
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// Whether upstream tool `name` is exposed: matched by `include` (when there is one)
+    /// and by no `exclude`.
+    pub fn allows(&self, name: &str) -> bool {
+        self.include.as_ref().is_none_or(|s| s.is_match(name))
+            && !self.exclude.as_ref().is_some_and(|s| s.is_match(name))
+    }
+}
+
+/// Reads the `servers:` and `gateway:` of every document, all or nothing: the servers of
+/// every file (a name used twice is refused, naming both places), each checked, no two with
+/// one prefix, no declared tool inside a server's namespace.
+///
+/// # Errors
+///
+/// [`LoadError::Problems`] with every problem found.
+pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
+    let mut config = GatewayConfig::default();
+    let mut problems = Vec::new();
+    if let Some(first) = docs.first() {
+        config.state_file = dir_of(&first.file).join(DEFAULT_STATE_FILE);
+    }
+    let mut gateway_in: Option<&Document> = None;
+    for doc in docs {
+        let Some(raw) = &doc.gateway else { continue };
+        if let Some(first) = gateway_in {
+            problems.push(doc.root_problem(Problem::new(
+                ["gateway"],
+                format!(
+                    "`gateway:` is set in {} already; it belongs in one file",
+                    place(first, &[Seg::from("gateway")])
+                ),
+            )));
+            continue;
+        }
+        gateway_in = Some(doc);
+        match read_value::<GatewaySpec>(raw) {
+            Err(p) => problems.push(doc.root_problem(p.under("gateway"))),
+            Ok(g) => {
+                if let Some(sep) = &g.separator {
+                    if SEPARATORS.contains(&sep.as_str()) {
+                        config.separator.clone_from(sep);
+                    } else {
+                        problems.push(doc.root_problem(Problem::new(
+                            ["gateway", "separator"],
+                            format!(
+                                "{sep:?} is not a separator: say \"__\", \"_\", \".\" or \"-\""
+                            ),
+                        )));
+                    }
+                }
+                if let Some(path) = &g.state_file {
+                    if path.as_os_str().is_empty() {
+                        problems.push(doc.root_problem(Problem::new(
+                            ["gateway", "state_file"],
+                            "an empty path",
+                        )));
+                    } else {
+                        config.state_file = dir_of(&doc.file).join(path);
+                    }
+                }
+            }
+        }
+    }
+    // Every server, with the document it is in.
+    let mut seen: BTreeMap<String, (&Document, usize)> = BTreeMap::new();
+    let mut prefixes: BTreeMap<String, (&Document, String)> = BTreeMap::new();
+    for doc in docs {
+        for (i, (name, _)) in doc.servers.iter().enumerate() {
+            if let Some((first, _)) = seen.get(name) {
+                problems.push(doc.server_problem(
+                    name,
+                    Problem::new(
+                        Vec::<Seg>::new(),
+                        format!(
+                            "another server is named {name:?} (at {})",
+                            place(first, &server_path(name))
+                        ),
+                    ),
+                ));
+                continue;
+            }
+            seen.insert(name.clone(), (doc, i));
+        }
+        let (servers, bad, warnings) = doc.read_servers();
+        problems.extend(bad);
+        config.warnings.extend(warnings);
+        for server in servers {
+            if seen
+                .get(&server.name)
+                .is_some_and(|(d, _)| !std::ptr::eq(*d, doc))
+            {
+                continue;
+            }
+            if !server.prefix.is_empty() {
+                if let Some((first, other)) = prefixes.get(&server.prefix) {
+                    problems.push(doc.server_problem(
+                        &server.name,
+                        Problem::new(
+                            prefix_at(&server.spec),
+                            format!(
+                                "server {other:?} (at {}) has the prefix {:?} too; two servers cannot share a namespace",
+                                place(first, &server_path(other)),
+                                server.prefix
+                            ),
+                        ),
+                    ));
+                    continue;
+                }
+                prefixes.insert(server.prefix.clone(), (doc, server.name.clone()));
+            }
+            config.servers.push(server);
+        }
+    }
+    // Declared tools inside a server's namespace would collide with its tools.
+    for doc in docs {
+        for (i, tool) in doc.tools.iter().enumerate() {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            for server in &config.servers {
+                let ns = format!("{}{}", server.prefix, config.separator);
+                if !server.prefix.is_empty() && name.starts_with(&ns) {
+                    problems.push(doc.problem(
+                        i,
+                        Problem::new(
+                            ["name"],
+                            format!(
+                                "{name:?} is in the namespace of server {:?} ({ns}…), whose tools it could collide with; rename the tool or give the server another prefix",
+                                server.name
+                            ),
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(LoadError::Problems(problems))
+    }
+}
+
+impl Document {
+    /// Reads and checks every server of the file: the servers that are fine, the problems of
+    /// those that are not (every problem of each, placed), and warnings.
+    pub fn read_servers(&self) -> (Vec<Server>, Vec<FileProblem>, Vec<FileProblem>) {
+        let mut servers = Vec::new();
+        let mut problems = Vec::new();
+        let mut warnings = Vec::new();
+        for (name, value) in &self.servers {
+            match check_server(name, value, &self.file) {
+                Ok((server, warned)) => {
+                    warnings.extend(warned.into_iter().map(|p| self.server_problem(name, p)));
+                    servers.push(server);
+                }
+                Err(bad) => problems.extend(bad.into_iter().map(|p| self.server_problem(name, p))),
+            }
+        }
+        (servers, problems, warnings)
+    }
+}
+
+/// `file:line:column` of `path` in `doc`.
+fn place(doc: &Document, path: &[Seg]) -> String {
+    match doc.locate_path(path) {
+        Some(l) => format!("{}:{}:{}", doc.file.display(), l.line, l.column),
+        None => doc.file.display().to_string(),
+    }
+}
+
+fn server_path(name: &str) -> Vec<Seg> {
+    vec![Seg::from("servers"), Seg::from(name)]
+}
+
+fn prefix_at(spec: &ServerSpec) -> Vec<Seg> {
+    if spec.prefix.is_some() {
+        vec![Seg::from("prefix")]
+    } else {
+        Vec::new()
+    }
+}
+
+fn dir_of(file: &Path) -> PathBuf {
+    file.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Whether `name` is a server name: 1–32 of `a-z`, `0-9`, `_`, `-`.
+pub fn is_server_name(name: &str) -> bool {
+    (1..=MAX_SERVER_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn is_var_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.as_bytes()[0].is_ascii_digit()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Why a name cannot be a tool's name, or `None`.
+fn tool_name_problem(name: &str) -> Option<String> {
+    toolwright_protocol::tool::name_errors(name)
+        .first()
+        .map(ToString::to_string)
+}
+
+/// Reads and checks one server: every problem of it, or the server and its warnings.
+fn check_server(
+    name: &str,
+    value: &Value,
+    file: &Path,
+) -> Result<(Server, Vec<Problem>), Vec<Problem>> {
+    let mut problems = Vec::new();
+    if !is_server_name(name) {
+        problems.push(Problem::new(
+            Vec::<Seg>::new(),
+            format!(
+                "{name:?} is not a server name: 1 to {MAX_SERVER_NAME} of a-z, 0-9, '_' and '-'"
+            ),
+        ));
+    }
+    let spec: ServerSpec = match read_value(value) {
+        Ok(s) => s,
+        Err(p) => {
+            problems.push(p);
+            return Err(problems);
+        }
+    };
+    let transport = match (&spec.command, &spec.url) {
+        (Some(_), Some(_)) => {
+            problems.push(Problem::new(
+                ["url"],
+                "a server is reached one way: `command` (stdio) or `url` (HTTP), not both",
+            ));
+            None
+        }
+        (None, None) => {
+            problems.push(Problem::new(
+                Vec::<Seg>::new(),
+                "no way to reach it: add `command: [program, args...]` (stdio) or `url: http://…` (Streamable HTTP)",
+            ));
+            None
+        }
+        (Some(argv), None) => check_stdio(&spec, argv, file, &mut problems),
+        (None, Some(url)) => check_http(&spec, url, &mut problems),
+    };
+    let prefix = spec.prefix.clone().unwrap_or_else(|| name.to_owned());
+    if spec.prefix.is_some() {
+        if prefix.chars().count() > MAX_PREFIX {
+            problems.push(Problem::new(
+                ["prefix"],
+                format!("a prefix is at most {MAX_PREFIX} characters"),
+            ));
+        } else if let Some(c) = prefix
+            .chars()
+            .find(|c| !toolwright_protocol::tool::is_name_char(*c))
+        {
+            problems.push(Problem::new(
+                ["prefix"],
+                format!(
+                    "the prefix contains {c:?}; it becomes part of tool names, which are A-Z, a-z, 0-9, '_', '-' and '.'"
+                ),
+            ));
+        }
+    }
+    let filter = match NameFilter::compile(spec.include.as_deref(), &spec.exclude) {
+        Ok(f) => f,
+        Err(bad) => {
+            problems.extend(bad);
+            NameFilter::default()
+        }
+    };
+    for (from, to) in &spec.rename {
+        if let Some(why) = tool_name_problem(to) {
+            problems.push(Problem::new(
+                ["rename", from.as_str()],
+                format!("{to:?} cannot be a tool's name: {why}"),
+            ));
+        }
+    }
+    if let Some(a) = &spec.annotations {
+        check_annotations(a, &["annotations"], &mut problems);
+    }
+    for (tool, o) in &spec.tools {
+        if let Some(a) = &o.annotations {
+            check_annotations(a, &["tools", tool, "annotations"], &mut problems);
+        }
+        if let Some(title) = &o.title
+            && title.trim().is_empty()
+        {
+            problems.push(Problem::new(["tools", tool, "title"], "an empty title"));
+        }
+        if let Some(d) = &o.description
+            && d.trim().is_empty()
+        {
+            problems.push(Problem::new(
+                ["tools", tool, "description"],
+                "an empty description",
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let mut warnings = Vec::new();
+    let unreachable = |key: &str, tool: &str| {
+        Problem::new(
+            [key, tool],
+            format!(
+                "no upstream tool named {tool:?} passes `include`/`exclude`, so this setting applies to nothing"
+            ),
+        )
+    };
+    for tool in spec.tools.keys() {
+        if !filter.allows(tool) {
+            warnings.push(unreachable("tools", tool));
+        }
+    }
+    for tool in spec.rename.keys() {
+        if !filter.allows(tool) {
+            warnings.push(unreachable("rename", tool));
+        }
+    }
+    if spec.trust == TrustSpec::Trusted && spec.annotations.is_some() {
+        warnings.push(Problem::new(
+            ["annotations"],
+            "a trusted server's own annotations are used: the server's `annotations` apply to untrusted servers only (per-tool `annotations` apply to both)",
+        ));
+    }
+    let transport = transport.expect("no problems, so a transport");
+    Ok((
+        Server {
+            name: name.to_owned(),
+            file: file.to_owned(),
+            spec,
+            prefix,
+            transport,
+            filter,
+        },
+        warnings,
+    ))
+}
+
+fn check_annotations(a: &Map<String, Value>, at: &[&str], problems: &mut Vec<Problem>) {
+    for (k, v) in a {
+        let path = at.iter().copied().chain([k.as_str()]);
+        if HINTS.contains(&k.as_str()) && !v.is_boolean() {
+            problems.push(Problem::new(path, format!("`{k}` is true or false")));
+        } else if k == "title" && !v.is_string() {
+            problems.push(Problem::new(path, "`title` is a string"));
+        }
+    }
+}
+
+fn check_stdio(
+    spec: &ServerSpec,
+    argv: &[String],
+    file: &Path,
+    problems: &mut Vec<Problem>,
+) -> Option<Transport> {
+    let before = problems.len();
+    if spec.bearer_env.is_some() {
+        problems.push(Problem::new(
+            ["bearer_env"],
+            "`bearer_env` is for an HTTP server (`url`); pass a stdio server its token in `env`",
+        ));
+    }
+    match argv.first() {
+        None => problems.push(Problem::new(
+            ["command"],
+            "an empty command: the first element is the program",
+        )),
+        Some(p) if p.trim().is_empty() => problems.push(Problem::new(
+            [Seg::from("command"), Seg::Index(0)],
+            "the program is empty",
+        )),
+        Some(_) => {}
+    }
+    for (i, a) in argv.iter().enumerate() {
+        if a.contains('\0') {
+            problems.push(Problem::new(
+                [Seg::from("command"), Seg::Index(i)],
+                "an argument cannot hold a NUL",
+            ));
+        }
+    }
+    if let Some(p) = inline_script(argv) {
+        problems.push(p);
+    }
+    let mut env = Vec::new();
+    for (k, v) in &spec.env {
+        if k.is_empty() || k.contains(['=', '\0']) {
+            problems.push(Problem::new(
+                ["env", k.as_str()],
+                "a variable's name is not empty and holds no '=' or NUL",
+            ));
+            continue;
+        }
+        match Template::parse(v) {
+            Err(e) => problems.push(Problem::new(
+                ["env", k.as_str()],
+                format!("at byte {}: {}", e.at, e.reason),
+            )),
+            Ok(t) if t.parts().iter().any(|p| matches!(p, Part::Arg(_))) => {
+                problems.push(Problem::new(
+                    ["env", k.as_str()],
+                    "a server's environment has no arguments to fill in: `${VAR}` is the gateway's variable; write `{{` and `}}` for literal braces",
+                ));
+            }
+            Ok(_) if v.contains('\0') => problems.push(Problem::new(
+                ["env", k.as_str()],
+                "a value cannot hold a NUL",
+            )),
+            Ok(t) => env.push((k.clone(), t)),
+        }
+    }
+    for (i, var) in spec.inherit_env.iter().enumerate() {
+        if !is_var_name(var) {
+            problems.push(Problem::new(
+                [Seg::from("inherit_env"), Seg::Index(i)],
+                format!("{var:?} is not a variable's name (letters, digits and '_')"),
+            ));
+        }
+    }
+    if spec.cwd.as_ref().is_some_and(|c| c.as_os_str().is_empty()) {
+        problems.push(Problem::new(["cwd"], "an empty directory"));
+    }
+    (problems.len() == before).then(|| Transport::Stdio {
+        argv: argv.to_vec(),
+        env,
+        inherit_env: spec.inherit_env.clone(),
+        cwd: spec.cwd.as_ref().map(|c| dir_of(file).join(c)),
+    })
+}
+
+/// A shell or interpreter given its script inline (`sh -c …`, `node -e …`, `cmd /c …`),
+/// wherever in argv it starts (as the program, or behind a wrapper such as `env`).
+fn inline_script(argv: &[String]) -> Option<Problem> {
+    for (start, program) in argv.iter().enumerate() {
+        let Some(shell) = shell_of(program) else {
+            continue;
+        };
+        if let Some((k, flag)) = argv
+            .iter()
+            .enumerate()
+            .skip(start + 1)
+            .find(|(_, a)| shell.runs_script(a))
+        {
+            return Some(Problem::new(
+                [Seg::from("command"), Seg::Index(k)],
+                format!(
+                    "`{program} {flag}` runs an inline script: a server's command is a program and its arguments, run without a shell; run the server's program directly, or put the script in a file and run that"
+                ),
+            ));
+        }
+    }
+    None
+}
+
+fn check_http(spec: &ServerSpec, url: &str, problems: &mut Vec<Problem>) -> Option<Transport> {
+    let before = problems.len();
+    for (key, set) in [
+        ("env", !spec.env.is_empty()),
+        ("inherit_env", !spec.inherit_env.is_empty()),
+        ("cwd", spec.cwd.is_some()),
+    ] {
+        if set {
+            problems.push(Problem::new(
+                [key],
+                format!("`{key}` is for a stdio server (`command`); this one is reached at `url`"),
+            ));
+        }
+    }
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"));
+    match rest {
+        None => problems.push(Problem::new(
+            ["url"],
+            format!("{url:?} is not an http:// or https:// URL"),
+        )),
+        Some(r) if r.is_empty() || r.starts_with(['/', '?', '#']) => {
+            problems.push(Problem::new(["url"], format!("{url:?} names no host")));
+        }
+        Some(_) if url.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            problems.push(Problem::new(
+                ["url"],
+                "a URL holds no spaces or control characters",
+            ));
+        }
+        Some(_) => {}
+    }
+    if let Some(var) = &spec.bearer_env
+        && !is_var_name(var)
+    {
+        problems.push(Problem::new(
+            ["bearer_env"],
+            format!("{var:?} is not a variable's name (letters, digits and '_')"),
+        ));
+    }
+    (problems.len() == before).then(|| Transport::Http {
+        url: url.to_owned(),
+        bearer_env: spec.bearer_env.clone(),
+    })
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;
