@@ -27,7 +27,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-# Pinned npm projects: the TypeScript SDK client, the reference servers (peers), and the
+# Pinned npm projects: the TypeScript SDK clients (1.32.2 and 2.4), the reference servers (peers), and the
 # official conformance suite (which `npm ci` cannot install: see tests/conformance).
 for dir in tests/node tests/peers; do
   if [ -f "$dir/package-lock.json" ]; then
@@ -40,12 +40,16 @@ if [ ! -x tests/conformance/node_modules/.bin/conformance ]; then
   npm install --prefix tests/conformance --no-audit --no-fund --loglevel=error
 fi
 
-# Pinned Python SDK server for the client and lint tests.
-if [ ! -x tests/peers/.venv/bin/python ] || ! tests/peers/.venv/bin/python -c 'import mcp' 2>/dev/null; then
-  log "python venv in tests/peers"
-  python3 -m venv tests/peers/.venv
-  tests/peers/.venv/bin/pip install --quiet --disable-pip-version-check -r tests/peers/requirements.txt
-fi
+# Pinned Python SDKs: mcp 1.30 (handshake era) for the client, lint and gateway tests, and
+# mcp 2.3 (2026-07-28) for the gateway tests' modern-only upstream and client. Each
+# requirements file pins every package, dependencies included, so pip resolves nothing.
+for dir in tests/peers tests/peers-modern; do
+  if [ ! -x "$dir/.venv/bin/python" ] || ! "$dir/.venv/bin/python" -c 'import mcp' 2>/dev/null; then
+    log "python venv in $dir"
+    python3 -m venv "$dir/.venv"
+    "$dir/.venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$dir/requirements.txt"
+  fi
+done
 
 log "cargo test --workspace"
 cargo test --workspace --locked

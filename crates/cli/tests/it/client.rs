@@ -19,7 +19,10 @@ use crate::util::{bin, repo_root};
 
 /// How to install the peers (printed when they are missing).
 const INSTALL: &str = "install them with: (cd tests/peers && npm ci) && python3 -m venv \
-    tests/peers/.venv && tests/peers/.venv/bin/pip install -r tests/peers/requirements.txt";
+    tests/peers/.venv && tests/peers/.venv/bin/pip install -r tests/peers/requirements.txt \
+    (the gateway tests also need: npm ci --prefix tests/node && python3 -m venv \
+    tests/peers-modern/.venv && tests/peers-modern/.venv/bin/pip install --no-deps \
+    -r tests/peers-modern/requirements.txt)";
 
 pub(crate) fn peers_dir() -> PathBuf {
     repo_root()
@@ -28,13 +31,13 @@ pub(crate) fn peers_dir() -> PathBuf {
         .expect("tests/peers exists")
 }
 
-fn under_ci() -> bool {
+pub(crate) fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
 /// `Some(argv)` when the peer is installed; otherwise skips with a message (or fails
 /// under CI).
-fn available(what: &str, argv: Vec<String>, needs: &[PathBuf]) -> Option<Vec<String>> {
+pub(crate) fn available(what: &str, argv: Vec<String>, needs: &[PathBuf]) -> Option<Vec<String>> {
     let program_runs = Command::new(&argv[0])
         .arg("--version")
         .stdout(Stdio::null())
@@ -66,14 +69,14 @@ fn available(what: &str, argv: Vec<String>, needs: &[PathBuf]) -> Option<Vec<Str
     None
 }
 
-fn node_package(name: &str) -> PathBuf {
+pub(crate) fn node_package(name: &str) -> PathBuf {
     peers_dir()
         .join("node_modules/@modelcontextprotocol")
         .join(name)
         .join("dist/index.js")
 }
 
-fn s(p: &Path) -> String {
+pub(crate) fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
@@ -130,7 +133,7 @@ pub(crate) struct HttpPeer {
 
 impl HttpPeer {
     /// Starts `cmd` and waits for `find_url` to see the endpoint in a stderr line.
-    fn start(mut cmd: Command, find_url: fn(&str) -> Option<String>) -> HttpPeer {
+    pub(crate) fn start(mut cmd: Command, find_url: fn(&str) -> Option<String>) -> HttpPeer {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -200,7 +203,7 @@ impl HttpPeer {
     }
 }
 
-fn url_in_line(line: &str) -> Option<String> {
+pub(crate) fn url_in_line(line: &str) -> Option<String> {
     let start = line.find("http://")?;
     Some(line[start..].split_whitespace().next()?.to_owned())
 }

@@ -12,6 +12,7 @@ mod declared;
 mod declared_examples;
 mod declared_safety;
 mod declared_shape;
+mod gateway;
 mod gateway_config;
 mod help_and_errors;
 mod http;
