@@ -16,7 +16,7 @@ use tokio::sync::Barrier;
 
 use crate::http1::{self, Chunk, Head};
 use crate::procs::{self, ServerCmd};
-use crate::proto::{self, Era, Incoming, Proto};
+use crate::proto::{self, Era, Incoming, Proto, Work};
 use crate::stats;
 
 /// Where the server listens.
@@ -28,6 +28,8 @@ pub struct Target {
     pub host: String,
     /// Path of the MCP endpoint.
     pub path: String,
+    /// Extra header lines sent with every request (each `Name: value\r\n`).
+    pub headers: String,
 }
 
 impl Target {
@@ -52,7 +54,26 @@ impl Target {
             addr,
             host: host.to_owned(),
             path: path.to_owned(),
+            headers: String::new(),
         })
+    }
+
+    /// Adds `Name: value` header lines (e.g. `Authorization: Bearer …`) to every request.
+    pub fn with_headers(mut self, headers: &[String]) -> Result<Self> {
+        for h in headers {
+            let (name, value) = h
+                .split_once(':')
+                .ok_or_else(|| anyhow!("--header wants 'Name: value', got {h:?}"))?;
+            let (name, value) = (name.trim(), value.trim());
+            if name.is_empty()
+                || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                || value.bytes().any(|b| b == b'\r' || b == b'\n')
+            {
+                bail!("--header {h:?}: not a header line");
+            }
+            self.headers.push_str(&format!("{name}: {value}\r\n"));
+        }
+        Ok(self)
     }
 }
 
@@ -115,6 +136,7 @@ impl Conn {
             t.host,
             self.payload.len()
         );
+        self.req.extend_from_slice(t.headers.as_bytes());
         if let Some(s) = &self.session {
             let _ = write!(self.req, "Mcp-Session-Id: {s}\r\n");
         }
@@ -247,13 +269,14 @@ impl Conn {
         Ok(())
     }
 
-    /// One checked `tools/call add`.
-    pub async fn call_add(&mut self, id: u64) -> Result<()> {
-        let (a, b) = proto::operands(id);
+    /// One checked `tools/call` of `work` (`add` by default).
+    pub async fn call(&mut self, work: &Work, id: u64) -> Result<()> {
         self.payload.clear();
-        self.proto.call_add(&mut self.payload, id, a, b);
-        self.request(id, "tools/call", Some("add"), |r| proto::check_add(r, id))
-            .await
+        work.request(&self.proto, &mut self.payload, id);
+        self.request(id, "tools/call", Some(work.tool_name()), |r| {
+            work.check(r, id)
+        })
+        .await
     }
 }
 
@@ -278,6 +301,10 @@ pub struct HttpOpts {
     pub ready: Duration,
     /// Client runtime threads (1 = current-thread runtime).
     pub threads: usize,
+    /// What each call does.
+    pub work: Work,
+    /// Extra request headers (`Name: value`).
+    pub headers: Vec<String>,
 }
 
 fn free_port() -> Result<u16> {
@@ -298,6 +325,7 @@ pub fn run(o: &HttpOpts) -> Result<Value> {
             )
         }
     };
+    let target = target.with_headers(&o.headers)?;
     let pid = child.as_ref().map(|c| c.id());
     let rt = if o.threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -368,14 +396,14 @@ async fn drive(o: &HttpOpts, target: Arc<Target>, pid: Option<u32>) -> Result<Dr
             target.clone(),
             o.proto.clone(),
         );
-        let (warmup, calls, max) = (o.warmup, o.calls, o.max);
+        let (warmup, calls, max, work) = (o.warmup, o.calls, o.max, o.work.clone());
         tasks.push(tokio::spawn(async move {
             let base = (c as u64 + 1) * 1_000_000_000;
             let setup = async {
                 let mut conn = Conn::connect(target, proto).await?;
                 conn.handshake(base).await?;
                 for i in 0..warmup {
-                    conn.call_add(base + 1 + i).await?;
+                    conn.call(&work, base + 1 + i).await?;
                 }
                 Ok::<_, anyhow::Error>(conn)
             };
@@ -388,7 +416,7 @@ async fn drive(o: &HttpOpts, target: Arc<Target>, pid: Option<u32>) -> Result<Dr
             let mut id = base + 1 + warmup;
             while claimed.fetch_add(1, Ordering::Relaxed) < calls && Instant::now() < deadline {
                 let t = Instant::now();
-                conn.call_add(id).await?;
+                conn.call(&work, id).await?;
                 lat.push(t.elapsed().as_nanos() as u64);
                 id += 1;
             }
@@ -442,6 +470,22 @@ mod tests {
     #[test]
     fn url_without_path_defaults_to_mcp() {
         assert_eq!(Target::parse("http://127.0.0.1:9").unwrap().path, "/mcp");
+    }
+
+    #[test]
+    fn extra_headers() {
+        let t = Target::parse("http://127.0.0.1:9/mcp")
+            .unwrap()
+            .with_headers(&["Authorization: Bearer x.y".into()])
+            .unwrap();
+        assert_eq!(t.headers, "Authorization: Bearer x.y\r\n");
+        let bad = |h: &str| {
+            Target::parse("http://127.0.0.1:9/mcp")
+                .unwrap()
+                .with_headers(&[h.into()])
+                .is_err()
+        };
+        assert!(bad("no colon") && bad("Bad Name: x") && bad("A: b\r\nC: d"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! loadgen stdio-pipelined [common] [--calls N] [--warmup N] [--inflight N] -- CMD ARGS...
 //! loadgen tools-list      [common] [--samples N] [--expect N]            -- CMD ARGS...
 //! loadgen http            [common] [--clients N] [--calls N] [--warmup N] [--threads N]
+//!                         [--header 'Name: value']...
 //!                         (--url http://127.0.0.1:PORT/mcp | -- CMD ARGS with {port})
 //! loadgen floor           [--http 127.0.0.1:PORT]
 //! loadgen spawn           [common] [--calls N] [--warmup N] [--concurrency C] -- PROG ARGS...
@@ -18,11 +19,15 @@
 //!                         [--cmd-server LABEL=NAME]... [--http-server LABEL=NAME]...
 //!                         [--declared-note TEXT]...  (declared-tool section: floor,
 //!                         subject, then peers, in that order)
+//!                         [--gw-server CFG:LABEL=NAME]... [--gateway-note TEXT]...
+//!                         (gateway section; CFG ss|hh|sh|hs, LABEL gw-direct,
+//!                         gw-toolwright or a peer's)
 //! common: --era legacy|modern  --protocol-version V  --env K=V  --label NAME  --run N
 //!         --max-secs S (measured part)  --timeout-secs S (whole command)  --stderr FILE
 //!         --measure NAME (the line's `measure`, default the subcommand)
-//! stdio-seq, stdio-pipelined: --tool NAME --arguments JSON [--expect-text S] call that
-//!         tool instead of `add` (checked: not isError, S in its result)
+//! stdio-seq, stdio-pipelined, http: --tool NAME --arguments JSON [--expect-text S] call
+//!         that tool instead of `add` (checked: not isError, S in its result); or
+//!         --add-as NAME: call `add` under that name (a gateway's `up__add`), sum checked
 //! ```
 //!
 //! Every measurement prints one JSON object on one line to stdout; on failure that
@@ -137,6 +142,12 @@ impl Args {
     }
 
     fn work(&self) -> Result<Work> {
+        if let Some(name) = self.get("add-as") {
+            if self.get("tool").is_some() || self.get("arguments").is_some() {
+                bail!("--add-as NAME calls add under another name: no --tool or --arguments");
+            }
+            return Work::add_as(name);
+        }
         match (self.get("tool"), self.get("arguments")) {
             (None, None) if self.get("expect-text").is_none() => Ok(Work::Add),
             (Some(name), args) => Work::tool(name, args.unwrap_or("{}"), self.get("expect-text")),
@@ -214,6 +225,8 @@ fn measure(a: &Args) -> Result<Value> {
                 max: a.max(5.0)?,
                 ready: Duration::from_secs_f64(a.num("ready-secs", 60.0)?),
                 threads: a.num("threads", 1)?,
+                work: a.work()?,
+                headers: a.all("header").map(str::to_owned).collect(),
             })
         }
         other => bail!("unknown subcommand {other:?} (try --help)"),
@@ -303,6 +316,16 @@ fn run_report(a: &Args) -> ExitCode {
             cmd_servers: a.pairs("cmd-server")?,
             http_servers: a.pairs("http-server")?,
             declared_notes: a.all("declared-note").map(str::to_owned).collect(),
+            gw_servers: a
+                .pairs("gw-server")?
+                .into_iter()
+                .map(|(k, name)| {
+                    k.split_once(':')
+                        .map(|(c, l)| (c.to_owned(), l.to_owned(), name.clone()))
+                        .ok_or_else(|| anyhow!("--gw-server wants CFG:LABEL=NAME, got {k:?}"))
+                })
+                .collect::<Result<_>>()?,
+            gateway_notes: a.all("gateway-note").map(str::to_owned).collect(),
         })
     };
     let o = match build() {

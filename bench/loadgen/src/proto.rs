@@ -86,6 +86,13 @@ impl Proto {
 
     /// Appends a `tools/call` of `add` (without a newline) to `out`.
     pub fn call_add(&self, out: &mut Vec<u8>, id: u64, a: i64, b: i64) {
+        self.call_add_as(out, id, "add", a, b);
+    }
+
+    /// Appends a `tools/call` of the `add` tool exposed under `name` (a gateway's
+    /// namespaced `up__add`), without a newline. `name` needs no escaping (checked when
+    /// the work was built).
+    pub fn call_add_as(&self, out: &mut Vec<u8>, id: u64, name: &str, a: i64, b: i64) {
         let meta = match self.era {
             Era::Legacy => "",
             Era::Modern => MODERN_META,
@@ -94,7 +101,7 @@ impl Proto {
         // Writing into a Vec cannot fail.
         let _ = write!(
             out,
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{a},"b":{b}}}{comma}{meta}}}}}"#
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{"a":{a},"b":{b}}}{comma}{meta}}}}}"#
         );
     }
 
@@ -276,6 +283,8 @@ pub enum Work {
     /// `tools/call add` with operands from the id; the sum is checked.
     #[default]
     Add,
+    /// The same `add` call under another name (a gateway's `up__add`); the sum is checked.
+    AddAs(String),
     /// `tools/call NAME` with the same arguments every time.
     Tool {
         /// Tool name (plain characters only: it is written without escaping).
@@ -291,13 +300,7 @@ pub enum Work {
 impl Work {
     /// A named tool call; `arguments` must be a JSON object.
     pub fn tool(name: &str, arguments: &str, expect: Option<&str>) -> Result<Self> {
-        if name.is_empty()
-            || name
-                .chars()
-                .any(|c| c == '"' || c == '\\' || c.is_control())
-        {
-            bail!("tool name {name:?}: only plain characters are allowed");
-        }
+        check_name(name)?;
         let v: serde_json::Value = serde_json::from_str(arguments)
             .with_context(|| format!("--arguments is not JSON: {arguments:?}"))?;
         if !v.is_object() {
@@ -310,12 +313,30 @@ impl Work {
         })
     }
 
+    /// `add` exposed under `name` (checked like [`Work::tool`]'s name).
+    pub fn add_as(name: &str) -> Result<Self> {
+        check_name(name)?;
+        Ok(Self::AddAs(name.to_owned()))
+    }
+
+    /// The tool name each call sends.
+    pub fn tool_name(&self) -> &str {
+        match self {
+            Work::Add => "add",
+            Work::AddAs(name) | Work::Tool { name, .. } => name,
+        }
+    }
+
     /// Appends call number `id` (without a newline) to `out`.
     pub fn request(&self, proto: &Proto, out: &mut Vec<u8>, id: u64) {
         match self {
             Work::Add => {
                 let (a, b) = operands(id);
                 proto.call_add(out, id, a, b);
+            }
+            Work::AddAs(name) => {
+                let (a, b) = operands(id);
+                proto.call_add_as(out, id, name, a, b);
             }
             Work::Tool {
                 name, arguments, ..
@@ -326,10 +347,22 @@ impl Work {
     /// Checks the result of call number `id`.
     pub fn check(&self, result: &RawValue, id: u64) -> Result<()> {
         match self {
-            Work::Add => check_add(result, id),
+            Work::Add | Work::AddAs(_) => check_add(result, id),
             Work::Tool { name, expect, .. } => check_tool(result, name, expect.as_deref()),
         }
     }
+}
+
+/// A tool name is written into requests without escaping: plain characters only.
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| c == '"' || c == '\\' || c.is_control())
+    {
+        bail!("tool name {name:?}: only plain characters are allowed");
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::stats;
 
 mod declared;
+mod gateway;
 
 /// One figure of the table: where it comes from and which way is better.
 pub struct Figure {
@@ -175,6 +176,10 @@ pub struct ReportOpts {
     pub http_servers: Vec<(String, String)>,
     /// Free-text lines of the declared-tool section.
     pub declared_notes: Vec<String>,
+    /// Gateway section: (configuration, label, display name) of each row.
+    pub gw_servers: Vec<(String, String, String)>,
+    /// Free-text lines of the gateway section.
+    pub gateway_notes: Vec<String>,
 }
 
 #[derive(Default)]
@@ -412,6 +417,13 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
         }
     }
 
+    let gw_groups = gateway::groups(&o.gw_servers);
+    if !gw_groups.is_empty() {
+        for (name, m) in gateway::write(&mut md, &c, &t, &gw_groups, &o.gateway_notes) {
+            eprintln!("target {name}: {m}");
+        }
+    }
+
     if !o.notes.is_empty() {
         let _ = writeln!(md, "\n## Servers and configurations\n");
         for n in &o.notes {
@@ -452,6 +464,17 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
     for g in &groups {
         absent.extend(g.absent(&t));
         for (label, _) in g.servers {
+            if let Value::Object(per) = summary
+                .entry(label.clone())
+                .or_insert_with(|| Value::Object(serde_json::Map::new()))
+            {
+                g.summary(&t, label, per);
+            }
+        }
+    }
+    for g in &gw_groups {
+        absent.extend(g.absent(&t));
+        for (label, _) in &g.servers {
             if let Value::Object(per) = summary
                 .entry(label.clone())
                 .or_insert_with(|| Value::Object(serde_json::Map::new()))
@@ -545,7 +568,10 @@ fn key_static(key: &str) -> Option<&'static str> {
 
 /// The figures of every section.
 fn all_figures() -> impl Iterator<Item = &'static Figure> {
-    FIGURES.iter().chain(declared::FIGURES)
+    FIGURES
+        .iter()
+        .chain(declared::FIGURES)
+        .chain(gateway::FIGURES)
 }
 
 type Target = (String, &'static str, Option<f64>, bool);

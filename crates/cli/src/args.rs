@@ -29,6 +29,8 @@ pub enum Command {
     Lint(crate::lint_cmd::LintArgs),
     /// List the tools of any MCP server (a stdio command or an HTTP URL).
     List(crate::client_cmd::ListArgs),
+    /// The pinned definitions of upstream servers' tools: list them, accept changed ones.
+    Trust(crate::trust_cmd::TrustArgs),
 }
 
 /// Settings shared by every command that builds a server.
@@ -72,8 +74,8 @@ pub struct ServerArgs {
     /// beyond it the call fails, before anything large is computed.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub arith_max_digits: u32,
-    /// A file of declared tools (YAML, JSON or TOML; repeatable), served after the built-in
-    /// tools [default: ./toolwright.yaml when it exists].
+    /// A file of declared tools and upstream servers (YAML, JSON or TOML; repeatable),
+    /// served after the built-in tools [default: ./toolwright.yaml when it exists].
     #[arg(long = "config", value_name = "FILE")]
     pub configs: Vec<PathBuf>,
     /// Settings of the take_screenshot tool.

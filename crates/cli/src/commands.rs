@@ -18,6 +18,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(a) => call(a),
         Command::Lint(a) => crate::lint_cmd::run(a),
         Command::List(a) => crate::client_cmd::list(a),
+        Command::Trust(a) => crate::trust_cmd::run(a),
     }
 }
 
@@ -40,23 +41,90 @@ struct Built {
     files: Vec<std::path::PathBuf>,
     /// The names of the declared tools.
     declared: Vec<String>,
+    /// The gateway, when the files name upstream servers.
+    gateway: Option<std::sync::Arc<toolwright_gateway::Gateway>>,
 }
 
 fn build_server(a: &ServerArgs) -> Result<Server> {
     build(a).map(|b| b.server)
 }
 
-/// Loads the tool files; every problem is printed (file:line:column: what is wrong).
+/// Loads the declared tools and the gateway's settings of the config files, all or nothing:
+/// every problem of either is printed (file:line:column: what is wrong), and warnings go to
+/// stderr.
 fn load_declared(
     files: &[std::path::PathBuf],
-) -> Result<Vec<std::sync::Arc<toolwright_declared::DeclaredTool>>> {
-    toolwright_declared::load_files(files).map_err(|e| {
-        let n = e.problems().len();
-        anyhow::anyhow!(
-            "{e}\n{n} problem{} in the tool files; nothing was served",
-            if n == 1 { "" } else { "s" }
-        )
-    })
+) -> Result<(
+    Vec<std::sync::Arc<toolwright_declared::DeclaredTool>>,
+    toolwright_toolfile::GatewayConfig,
+)> {
+    let declared = toolwright_declared::load_files(files);
+    let gateway = read_gateway(files);
+    let mut problems: Vec<toolwright_toolfile::FileProblem> = Vec::new();
+    for e in [declared.as_ref().err(), gateway.as_ref().err()]
+        .into_iter()
+        .flatten()
+    {
+        for p in e.problems() {
+            // A file that cannot be read or parsed is reported by both.
+            if !problems.contains(p) {
+                problems.push(p.clone());
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems_error(&problems, "nothing was served"));
+    }
+    let (declared, gateway) = (
+        declared.map_err(anyhow::Error::from)?,
+        gateway.map_err(anyhow::Error::from)?,
+    );
+    for w in &gateway.warnings {
+        eprintln!("toolwright: warning: {w}");
+    }
+    Ok((declared, gateway))
+}
+
+fn read_gateway(
+    files: &[std::path::PathBuf],
+) -> Result<toolwright_toolfile::GatewayConfig, toolwright_toolfile::LoadError> {
+    let mut docs = Vec::new();
+    let mut problems = Vec::new();
+    for file in files {
+        match toolwright_toolfile::Document::read(file) {
+            Ok(d) => docs.push(d),
+            Err(p) => problems.push(*p),
+        }
+    }
+    match toolwright_toolfile::read_config(&docs) {
+        Ok(config) if problems.is_empty() => Ok(config),
+        Ok(_) => Err(toolwright_toolfile::LoadError::Problems(problems)),
+        Err(e) => {
+            problems.extend(e.problems().iter().cloned());
+            Err(toolwright_toolfile::LoadError::Problems(problems))
+        }
+    }
+}
+
+fn problems_error(problems: &[toolwright_toolfile::FileProblem], outcome: &str) -> anyhow::Error {
+    let n = problems.len();
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    anyhow::anyhow!(
+        "{}\n{n} problem{} in the config files; {outcome}",
+        lines.join("\n"),
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// The gateway's settings of the config files (`servers:`, `gateway:`), every problem
+/// printed; warnings go to stderr.
+pub fn load_gateway(files: &[std::path::PathBuf]) -> Result<toolwright_toolfile::GatewayConfig> {
+    let config =
+        read_gateway(files).map_err(|e| problems_error(e.problems(), "nothing was done"))?;
+    for w in &config.warnings {
+        eprintln!("toolwright: warning: {w}");
+    }
+    Ok(config)
 }
 
 fn build(a: &ServerArgs) -> Result<Built> {
@@ -100,11 +168,27 @@ fn build(a: &ServerArgs) -> Result<Built> {
     // prompts, which the capabilities announce at initialize, so they are registered before
     // serving.
     let files = a.config_files();
-    let declared_tools = load_declared(&files)?;
+    // Loading the servers with the declared tools refuses a file whose `servers:` are
+    // wrong before anything is served.
+    let (declared_tools, servers) = load_declared(&files)?;
     let declared: Vec<String> = declared_tools
         .iter()
         .map(|t| t.definition_ref().name.clone())
         .collect();
+    let gateway = match servers.servers.is_empty() {
+        true => None,
+        false => Some(
+            toolwright_gateway::Gateway::new(
+                &servers,
+                toolwright_gateway::gateway::Settings {
+                    call_timeout: config.call_timeout,
+                    roots: config.roots.clone(),
+                },
+            )
+            .context("starting the gateway")?,
+        ),
+    };
+    let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&a.fixtures)?
         .iter()
         .copied()
@@ -124,7 +208,21 @@ fn build(a: &ServerArgs) -> Result<Built> {
                 std::process::exit(2);
             }
         }
+        // Upstream tools come last: no upstream may take a built-in or declared name.
+        if let Some(g) = &gw {
+            let taken = server
+                .registered()
+                .entries()
+                .iter()
+                .map(|e| e.definition.name.clone())
+                .collect();
+            g.register_all(server, taken);
+        }
     });
+    if let Some(g) = &gateway {
+        g.start();
+        g.register_catalog(&server);
+    }
     for set in eager {
         set.register(&server)
             .with_context(|| format!("--fixtures {set}"))?;
@@ -133,6 +231,7 @@ fn build(a: &ServerArgs) -> Result<Built> {
         server,
         files,
         declared,
+        gateway,
     })
 }
 
@@ -162,6 +261,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
     let built = build(&a.server)?;
     let server = built.server;
+    let gateway = built.gateway;
     // Kept alive for as long as the server serves.
     let _watch = if a.no_watch || built.files.is_empty() {
         None
@@ -189,6 +289,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         })?;
         rt.shutdown_timeout(Duration::from_millis(100));
         toolwright_tools::screenshot::close_browsers();
+        if let Some(g) = &gateway {
+            g.shutdown();
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // Over stdio the reader thread answers every call that does not wait, so one worker
@@ -198,6 +301,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         runtime_with(1).map_err(std::io::Error::other)
     });
     // The browser (if a screenshot started one) goes now, whatever still holds the tool.
+    if let Some(g) = &gateway {
+        g.shutdown();
+    }
     toolwright_tools::screenshot::close_browsers();
     served.context("serving stdio")?;
     Ok(ExitCode::SUCCESS)
@@ -239,6 +345,7 @@ fn definitions(server: &Server) -> Vec<ToolDefinition> {
         .tools()
         .entries()
         .iter()
+        .filter(|e| e.listed)
         .map(|e| e.definition.clone())
         .collect()
 }

@@ -26,6 +26,10 @@ pub struct LintArgs {
     /// checked too and whose findings name their line and column.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// A config file whose declared tools are linted, and whose `servers:` are started and
+    /// their tool lists linted (repeatable).
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
     /// The server whose tools/list to lint (instead of files).
     #[command(flatten)]
     pub target: TargetArgs,
@@ -71,7 +75,23 @@ pub fn run(a: LintArgs) -> Result<ExitCode> {
     let options = Options {
         disabled: a.ignore.clone(),
     };
-    let linted = match (a.files.is_empty(), a.target.is_given()) {
+    let linted = match (
+        a.files.is_empty() && a.configs.is_empty(),
+        a.target.is_given(),
+    ) {
+        _ if !a.configs.is_empty() => {
+            if a.target.is_given() {
+                bail!("lint config files or a server (--server/--url), not both");
+            }
+            let mut all = a
+                .files
+                .iter()
+                .chain(&a.configs)
+                .map(|f| lint_file(f, &options))
+                .collect::<Result<Vec<_>>>()?;
+            all.extend(lint_upstreams(&a.configs, &options)?);
+            all
+        }
         (false, true) => bail!("lint files or a server (--server/--url), not both"),
         (true, false) => {
             bail!("nothing to lint: name files, or a server with --server CMD ARGS... or --url URL")
@@ -126,6 +146,21 @@ fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
     };
     if let Some(format) = FileFormat::of(path).filter(|_| path.as_os_str() != "-") {
         match Document::parse(path, format, text.clone()) {
+            Ok(doc) if !doc.servers.is_empty() || doc.gateway.is_some() => {
+                // A gateway config: its settings must load; its declared tools are linted
+                // here, its upstreams' definitions by `lint_upstream` once listed.
+                let config = toolwright_toolfile::read_config(std::slice::from_ref(&doc))
+                    .map_err(|e| anyhow::anyhow!("{e}"))
+                    .with_context(|| format!("linting {source}"))?;
+                for w in &config.warnings {
+                    eprintln!("toolwright: warning: {w}");
+                }
+                return Ok(Linted {
+                    source,
+                    era: None,
+                    report: toolwright_lint::lint_declared(&doc, options),
+                });
+            }
             Ok(doc) if toolwright_lint::is_declared(&doc) => {
                 return Ok(Linted {
                     source,
@@ -175,6 +210,47 @@ fn lint_server(target: &TargetArgs, options: &Options) -> Result<Linted> {
     })
 }
 
+/// Starts every upstream the config files name and lints what each lists; an upstream
+/// that cannot be listed is an error naming it.
+fn lint_upstreams(configs: &[PathBuf], options: &Options) -> Result<Vec<Linted>> {
+    let config = crate::commands::load_gateway(configs)?;
+    if config.servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let gateway = toolwright_gateway::Gateway::new(
+        &config,
+        toolwright_gateway::gateway::Settings {
+            call_timeout: std::time::Duration::from_secs(30),
+            roots: vec![std::env::current_dir().context("reading the current directory")?],
+        },
+    )?;
+    let listed = gateway.list_each(std::time::Duration::from_secs(60));
+    gateway.shutdown();
+    let mut out = Vec::new();
+    for (server, defs) in listed {
+        match defs {
+            Ok(defs) => out.push(lint_upstream(&server, &defs, options)),
+            Err(why) => bail!("upstream {server} could not be listed: {why}"),
+        }
+    }
+    Ok(out)
+}
+
+/// Lints the tool definitions upstream server `server` listed (as received), as one
+/// server's set: each tool is named `SERVER: TOOL` in the report, whose source is the
+/// server.
+fn lint_upstream(server: &str, definitions: &[Value], options: &Options) -> Linted {
+    let mut report = toolwright_lint::lint(definitions, options);
+    for entry in &mut report.tools {
+        entry.name = format!("{server}: {}", entry.name);
+    }
+    Linted {
+        source: format!("server {server}"),
+        era: None,
+        report,
+    }
+}
+
 fn to_json(l: &Linted) -> Value {
     let mut doc = json!({"source": l.source});
     if let Some((era, version)) = &l.era {
@@ -185,4 +261,23 @@ fn to_json(l: &Linted) -> Value {
         d.extend(r);
     }
     doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_findings_name_the_server() {
+        let defs = [
+            json!({"name": "bad name", "inputSchema": {"type": "object"}}),
+            json!({"name": "fine", "description": "Returns the time now, as RFC 3339 text.", "inputSchema": {"type": "object"}}),
+        ];
+        let l = lint_upstream("everything", &defs, &Options::default());
+        assert_eq!(l.source, "server everything");
+        let human = l.report.render_human(false);
+        assert!(human.contains("everything: bad name\n"), "{human}");
+        assert!(l.report.fails(Severity::Error), "{human}");
+        assert_eq!(to_json(&l)["source"], "server everything");
+    }
 }

@@ -7,6 +7,7 @@ mod args;
 mod client_cmd;
 mod commands;
 mod lint_cmd;
+mod trust_cmd;
 
 use std::process::ExitCode;
 

@@ -100,6 +100,23 @@ pub(crate) struct Exchange<'a> {
     pub rpc_method: &'a str,
 }
 
+impl<'a> Exchange<'a> {
+    /// A request without a body (GET, DELETE).
+    pub(crate) fn bodiless(
+        method: Method,
+        headers: &'a [(String, String)],
+        rpc_method: &'a str,
+    ) -> Exchange<'a> {
+        Exchange {
+            method,
+            body: None,
+            id: None,
+            headers,
+            rpc_method,
+        }
+    }
+}
+
 /// Sends one HTTP request and reads the answer. For a request (`id` set), an SSE answer is
 /// read until the response with that id arrives; without an id, until the stream ends.
 /// Every other message on the stream (notifications, requests from the server, other

@@ -6,10 +6,15 @@
 //! annotations the operator can believe and a policy that is enforced on every call.
 //!
 //! Layout:
+//! - [`gateway`]: [`Gateway`], every upstream's tools in the server, kept current.
+//! - [`upstream`]: one upstream, its connection, restarts with backoff.
+//! - [`tool`]: [`UpstreamTool`], the call path (policy, contracts, era bridging).
+//! - [`catalog`]: upstream resources, templates and prompts.
 //! - [`naming`]: an upstream's tool list to the tools exposed (filters, renames, prefixes,
 //!   overrides, fixed arguments), and every server's merged, collisions dropped.
 //! - [`policy`]: the annotations clients see, allow/confirm/deny, the confirmation form.
 //! - [`pin`]: fingerprints, the state file, quarantine and acceptance.
+//! - [`error`]: the gateway's error, [`GatewayError`].
 
 /// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
 #[cfg(test)]
@@ -20,6 +25,15 @@ macro_rules! table {
     }};
 }
 
+pub mod catalog;
+pub mod error;
+pub mod gateway;
 pub mod naming;
 pub mod pin;
 pub mod policy;
+pub mod tool;
+pub mod upstream;
+
+pub use error::GatewayError;
+pub use gateway::Gateway;
+pub use tool::UpstreamTool;

@@ -18,11 +18,13 @@ const ALIASES: &[(&str, &str)] = &[
 ];
 
 /// Whether `doc` is a file of declared tools rather than bare definitions: a TOML file
-/// (only declared tools come in TOML), or one where some tool has an action, `output` or
-/// `timeout`. A seed-style list of definitions without actions is linted as definitions
-/// ([`crate::lint`]), as before.
+/// (only declared tools come in TOML), a config file with `servers:` or `gateway:`, or one
+/// where some tool has an action, `output` or `timeout`. A seed-style list of definitions
+/// without actions is linted as definitions ([`crate::lint`]), as before.
 pub fn is_declared(doc: &Document) -> bool {
     doc.format == Format::Toml
+        || !doc.servers.is_empty()
+        || doc.gateway.is_some()
         || doc
             .tools
             .iter()
@@ -148,6 +150,12 @@ mod tests {
             ),
             ("a.yaml", "tools:\n  - name: a\n", false),
             ("a.toml", "[[tools]]\nname = \"a\"\n", true),
+            (
+                "a.yaml",
+                "tools:\n  - name: a\nservers:\n  s: {url: 'http://h'}\n",
+                true,
+            ),
+            ("a.json", r#"{"gateway": {}}"#, true),
         ] {
             assert_eq!(is_declared(&doc(name, text)), declared, "{text}");
         }

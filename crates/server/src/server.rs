@@ -169,6 +169,12 @@ impl Server {
         self.inner.registry.snapshot()
     }
 
+    /// The tools registered so far, without waiting for the start-up tools: for the
+    /// start-up closure itself, which would wait for its own end in [`Server::tools`].
+    pub fn registered(&self) -> Arc<Snapshot> {
+        self.inner.registry.snapshot()
+    }
+
     /// Registers a tool; connected legacy clients get `notifications/tools/list_changed`
     /// and modern `subscriptions/listen` streams that asked for it are told.
     pub fn register(&self, tool: impl Tool) -> Result<(), RegisterError> {

@@ -445,6 +445,14 @@ fn check_server(
         if let Some(a) = &o.annotations {
             check_annotations(a, &["tools", tool, "annotations"], &mut problems);
         }
+        for (arg, v) in &o.arguments {
+            if holds_toml_datetime(v) {
+                problems.push(Problem::new(
+                    ["tools", tool.as_str(), "arguments", arg.as_str()],
+                    "a TOML date-time has no JSON form: quote it to pass it as a string",
+                ));
+            }
+        }
         if let Some(title) = &o.title
             && title.trim().is_empty()
         {
@@ -499,6 +507,18 @@ fn check_server(
         },
         warnings,
     ))
+}
+
+/// Whether a value read from TOML holds a date-time (which `toml` hands serde as a private
+/// one-member table, not as JSON).
+fn holds_toml_datetime(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| k.starts_with("$__toml_private") || holds_toml_datetime(v)),
+        Value::Array(a) => a.iter().any(holds_toml_datetime),
+        _ => false,
+    }
 }
 
 fn check_annotations(a: &Map<String, Value>, at: &[&str], problems: &mut Vec<Problem>) {

@@ -156,6 +156,13 @@ fn json_and_toml_are_placed_too() {
         ]
     );
     let toml = "[servers.s]\nurl = \"http://h\"\n\n[servers.t]\ncommand = [\"x\"]\nrename = { a = \"b c\" }\n";
+    let dated = "[servers.s]\ncommand = [\"x\"]\n[servers.s.tools.t.arguments]\nsince = 2024-01-01T00:00:00Z\nn = 3\n";
+    let got = problems(&[("gw.toml", dated)]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].starts_with("4:1: servers.s.tools.t.arguments.since: a TOML date-time"),
+        "{got:?}"
+    );
     let got = problems(&[("gw.toml", toml)]);
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].starts_with("6:12: servers.t.rename.a:"), "{got:?}");

@@ -58,7 +58,7 @@ fn the_seed_tools_list_loads_and_each_tool_without_an_action_is_reported() {
         assert!(err.contains(&want), "{want}\nnot in:\n{err}");
     }
     assert!(
-        err.contains("2 problems in the tool files; nothing was served"),
+        err.contains("2 problems in the config files; nothing was served"),
         "{err}"
     );
 }

@@ -43,6 +43,9 @@ fn help() {
         ("help_call", &["call", "--help"]),
         ("help_lint", &["lint", "--help"]),
         ("help_list", &["list", "--help"]),
+        ("help_trust", &["trust", "--help"]),
+        ("help_trust_accept", &["trust", "accept", "--help"]),
+        ("help_trust_list", &["trust", "list", "--help"]),
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(0), "{args:?}");

@@ -168,13 +168,7 @@ impl Inner {
             return;
         }
         let (headers, _) = self.http_headers(None, None, &[]);
-        let ex = Exchange {
-            method: Method::DELETE,
-            body: None,
-            id: None,
-            headers: &headers,
-            rpc_method: "DELETE",
-        };
+        let ex = Exchange::bodiless(Method::DELETE, &headers, "DELETE");
         let mut ignore = |_| {};
         let send = exchange(&h.endpoint, ex, &mut ignore);
         let _ = tokio::time::timeout(Duration::from_secs(2), send).await;
@@ -192,13 +186,7 @@ pub(super) async fn get_stream(inner: Arc<Inner>) {
     let mut backoff = Backoff::default();
     loop {
         let (headers, session) = inner.http_headers(None, None, &[]);
-        let ex = Exchange {
-            method: Method::GET,
-            body: None,
-            id: None,
-            headers: &headers,
-            rpc_method: "the GET stream",
-        };
+        let ex = Exchange::bodiless(Method::GET, &headers, "the GET stream");
         let started = Instant::now();
         let mut on_message = |m: Message| inner.on_message(m, &origin);
         let reply = tokio::select! {

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 
 /// Copied from the server's environment when set.
-pub(super) const ALLOWED: [&str; 10] = [
+pub const ALLOWED: [&str; 10] = [
     "PATH",
     "HOME",
     "LANG",

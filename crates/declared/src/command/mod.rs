@@ -31,6 +31,7 @@ macro_rules! table {
 mod argv;
 mod cwd;
 mod env;
+pub use env::ALLOWED as ALLOWED_ENV;
 mod run;
 mod shell;
 #[cfg(test)]

@@ -1,0 +1,381 @@
+//! An upstream tool as a tool of this server: the call path through the gateway.
+//!
+//! A call goes: standing (denied or quarantined tools are refused with the reason) → fixed
+//! arguments injected → arguments validated against the upstream's own `inputSchema` →
+//! the user's confirmation when the policy asks for it → forwarded, with progress relayed,
+//! cancellation passed on, and the upstream's questions (sampling, elicitation, roots)
+//! carried to this call's client → `structuredContent` checked against the upstream's
+//! `outputSchema`.
+//!
+//! Era bridging happens here and in the peer: a modern upstream's `input_required` result
+//! is answered by asking this call's client ([`ToolContext::request_client`]: a real
+//! request to a legacy client, a round trip of its own to a modern one) and retrying the
+//! upstream with the answers; a legacy upstream's requests to the client are answered the
+//! same way. A modern client cannot be asked in the middle of a call, so when a legacy
+//! upstream asks it something the call is ended upstream and this call ends with
+//! `input_required`; the client's retry runs the upstream call again, which asks again
+//! and this time gets the answer at once.
+
+use crate::upstream::Upstream;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, ProgressFn};
+use toolwright_jsonrpc::ErrorObject;
+use toolwright_protocol::{CallToolResult, LoggingLevel, ParamHeaders};
+use toolwright_schema::{Validator, format_violations};
+use toolwright_server::{
+    ClientRequestError, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
+};
+use toolwright_toolfile::servers::ContractMode;
+
+/// Most `input_required` rounds one call goes through with a modern upstream.
+const MAX_ROUNDS: usize = 8;
+
+/// Whether and how a tool may be called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Forwarded.
+    Allowed,
+    /// Forwarded once the user confirms.
+    Confirm,
+    /// Refused, and not listed: the reason.
+    Refused(String),
+}
+
+/// An upstream tool served by the gateway.
+pub struct UpstreamTool {
+    pub(crate) upstream: Arc<Upstream>,
+    /// Its name upstream.
+    pub(crate) upstream_name: String,
+    /// What clients see.
+    pub(crate) definition: ToolDefinition,
+    /// Injected into every call.
+    pub(crate) fixed: Map<String, Value>,
+    /// The upstream's own `inputSchema`.
+    pub(crate) input: Option<Arc<Validator>>,
+    /// The upstream's own `outputSchema`.
+    pub(crate) output: Option<Arc<Validator>>,
+    pub(crate) contracts: ContractMode,
+    pub(crate) standing: Standing,
+    pub(crate) timeout: Option<Duration>,
+    /// The upstream's `x-mcp-header` arguments, for a modern HTTP upstream.
+    pub(crate) param_headers: Option<ParamHeaders>,
+}
+
+impl std::fmt::Debug for UpstreamTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamTool")
+            .field("server", &self.upstream.name())
+            .field("upstream_name", &self.upstream_name)
+            .field("name", &self.definition.name)
+            .field("standing", &self.standing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool for UpstreamTool {
+    fn definition(&self) -> ToolDefinition {
+        self.definition.clone()
+    }
+
+    fn listed(&self) -> bool {
+        !matches!(self.standing, Standing::Refused(_))
+    }
+
+    fn checks_own_output(&self) -> bool {
+        true
+    }
+
+    fn call(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
+        Box::pin(self.run(args, ctx))
+    }
+}
+
+/// A failure shown to the model: an `isError` result.
+fn failed(text: String) -> Result<CallToolResult, ToolError> {
+    Ok(CallToolResult::error(text))
+}
+
+impl UpstreamTool {
+    fn server(&self) -> &str {
+        self.upstream.name()
+    }
+
+    async fn run(&self, args: Value, ctx: ToolContext) -> Result<CallToolResult, ToolError> {
+        if let Standing::Refused(why) = &self.standing {
+            return failed(why.clone());
+        }
+        let mut args = match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        for (k, v) in &self.fixed {
+            args.insert(k.clone(), v.clone());
+        }
+        let args = Value::Object(args);
+        if let Some(v) = &self.input
+            && let Err(violations) = v.validate(&args)
+        {
+            return failed(format!(
+                "the arguments do not match the inputSchema of {} on upstream {}, so the call was not forwarded:\n{}",
+                self.upstream_name,
+                self.server(),
+                format_violations(&violations)
+            ));
+        }
+        if self.standing == Standing::Confirm
+            && let Some(refusal) = self.confirm(&args, &ctx).await?
+        {
+            return Ok(refusal);
+        }
+        let result = self.forward(args, &ctx).await?;
+        Ok(self.check_output(result, &ctx))
+    }
+
+    /// Asks the user to confirm the call; `Some` is the refusal to return.
+    async fn confirm(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Option<CallToolResult>, ToolError> {
+        let params = crate::policy::confirmation_request(
+            self.server(),
+            &self.definition.name,
+            &self.upstream_name,
+            args,
+        );
+        match ctx.request_client("elicitation/create", params).await {
+            Ok(answer) => {
+                let answer = crate::policy::read_confirmation(&answer);
+                if answer.is_confirmed() {
+                    return Ok(None);
+                }
+                Ok(Some(CallToolResult::error(format!(
+                    "the call to {} on upstream {} was not forwarded: {answer}",
+                    self.upstream_name,
+                    self.server()
+                ))))
+            }
+            Err(ClientRequestError::InputRequired) => Err(ToolError::InputRequired),
+            Err(ClientRequestError::NotSupported(_)) => Ok(Some(CallToolResult::error(format!(
+                "calling {} on upstream {} needs the user's confirmation, and this client cannot ask for it (it did not declare the elicitation capability)",
+                self.upstream_name,
+                self.server()
+            )))),
+            Err(e) => Ok(Some(CallToolResult::error(format!(
+                "the confirmation for {} on upstream {} failed: {e}",
+                self.upstream_name,
+                self.server()
+            )))),
+        }
+    }
+
+    /// Sends the call upstream and answers what the upstream asks on the way.
+    async fn forward(&self, args: Value, ctx: &ToolContext) -> Result<CallToolResult, ToolError> {
+        let peer = match self.upstream.peer().await {
+            Ok(p) => p,
+            Err(e) => return Err(ToolError::Failed(e.to_string())),
+        };
+        // Cancelled when the client cancels, and when this future is dropped.
+        let cancel = ctx.cancellation().child_token();
+        let _drop_guard = cancel.clone().drop_guard();
+        let asker = Arc::new(AskClient {
+            ctx: ctx.clone(),
+            deferred: Arc::new(AtomicBool::new(false)),
+            cancel: cancel.clone(),
+        });
+        let progress: Option<ProgressFn> = ctx.wants_progress().then(|| {
+            let ctx = ctx.clone();
+            Arc::new(move |p: f64, total: Option<f64>, message: Option<String>| {
+                ctx.progress(p, total, message.as_deref());
+            }) as ProgressFn
+        });
+        // A modern HTTP upstream wants its x-mcp-header arguments mirrored in headers.
+        let headers = match (&self.param_headers, peer.era()) {
+            (Some(p), Era::Modern) => p.headers(&args).map_err(|e| {
+                ToolError::Failed(format!(
+                    "the call to {} on upstream {} cannot carry its arguments in headers: {e}",
+                    self.upstream_name,
+                    self.server()
+                ))
+            })?,
+            _ => Vec::new(),
+        };
+        let mut params = json!({"name": self.upstream_name, "arguments": args});
+        for _round in 0..MAX_ROUNDS {
+            let call = Call {
+                method: "tools/call".into(),
+                params: params.clone(),
+                name: Some(self.upstream_name.clone()),
+                headers: headers.clone(),
+                timeout: self.timeout,
+                progress: progress.clone(),
+                cancel: Some(cancel.clone()),
+                on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
+            };
+            let outcome = peer.request(call).await;
+            if asker.deferred.load(Ordering::Acquire) {
+                // A legacy upstream asked what this modern client answers on its retry.
+                return Err(ToolError::InputRequired);
+            }
+            let value = match outcome {
+                Ok(v) => v,
+                Err(_) if ctx.is_cancelled() => return Err(ToolError::Cancelled),
+                Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
+            };
+            if value.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                self.upstream.healthy();
+                return serde_json::from_value(value).map_err(|e| {
+                    ToolError::Failed(format!(
+                        "upstream {} sent a tools/call result that is not a CallToolResult: {e}",
+                        self.server()
+                    ))
+                });
+            }
+            let answers = answer_inputs(&value, ctx).await?;
+            let obj = params.as_object_mut().expect("params are an object");
+            obj.insert("inputResponses".into(), Value::Object(answers));
+            match value.get("requestState") {
+                Some(state) => obj.insert("requestState".into(), state.clone()),
+                None => obj.remove("requestState"),
+            };
+        }
+        Err(ToolError::Failed(format!(
+            "upstream {} asked for input more than {MAX_ROUNDS} times in one call",
+            self.server()
+        )))
+    }
+
+    fn upstream_failure(&self, e: &ClientError) -> String {
+        match e {
+            ClientError::Rpc { code, message, .. } => format!(
+                "upstream {} refused the call to {}: {message} ({code})",
+                self.server(),
+                self.upstream_name
+            ),
+            other => format!(
+                "the call to {} on upstream {} failed: {other}",
+                self.upstream_name,
+                self.server()
+            ),
+        }
+    }
+
+    /// `structuredContent` against the upstream's `outputSchema`.
+    fn check_output(&self, result: CallToolResult, ctx: &ToolContext) -> CallToolResult {
+        let Some(validator) = &self.output else {
+            return result;
+        };
+        if result.is_error() {
+            return result;
+        }
+        let problem = match &result.structured_content {
+            None => "returned no structuredContent although its tool declares an outputSchema"
+                .to_owned(),
+            Some(sc) => match validator.validate(sc) {
+                Ok(()) => return result,
+                Err(v) => format!(
+                    "returned structuredContent that violates the outputSchema of {}:\n{}",
+                    self.upstream_name,
+                    format_violations(&v)
+                ),
+            },
+        };
+        let text = format!("upstream {} {problem}", self.server());
+        match self.contracts {
+            ContractMode::Enforce => CallToolResult::error(text),
+            ContractMode::Warn => {
+                tracing::warn!(server = %self.server(), tool = %self.upstream_name, "{text}");
+                ctx.log(
+                    LoggingLevel::Warning,
+                    Some("toolwright.gateway"),
+                    Value::String(text),
+                );
+                result
+            }
+        }
+    }
+}
+
+/// Answers a modern upstream's `inputRequests` by asking this call's client, every
+/// question of the round before giving up, so a modern client gets them all at once.
+async fn answer_inputs(result: &Value, ctx: &ToolContext) -> Result<Map<String, Value>, ToolError> {
+    let mut answers = Map::new();
+    let mut deferred = false;
+    let requests = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if requests.is_empty() {
+        return Err(ToolError::Failed(
+            "the upstream asked for input (input_required) without saying what".into(),
+        ));
+    }
+    for (key, request) in requests {
+        let method = request
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+        match ctx.request_client(&method, params).await {
+            Ok(answer) => {
+                answers.insert(key, answer);
+            }
+            Err(ClientRequestError::InputRequired) => deferred = true,
+            Err(e) => {
+                return Err(ToolError::Failed(format!(
+                    "the upstream asked the client ({method}), which failed: {e}"
+                )));
+            }
+        }
+    }
+    if deferred {
+        return Err(ToolError::InputRequired);
+    }
+    Ok(answers)
+}
+
+/// Carries an upstream's requests during one call to that call's client.
+struct AskClient {
+    ctx: ToolContext,
+    /// Set when a modern client must answer on its retry: the upstream call is ended.
+    deferred: Arc<AtomicBool>,
+    cancel: CancellationToken,
+}
+
+impl PeerHandler for AskClient {
+    fn request(
+        &self,
+        method: String,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let ctx = self.ctx.clone();
+        let cancel = self.cancel.clone();
+        let deferred = self.deferred.clone();
+        Box::pin(async move {
+            match ctx.request_client(&method, params).await {
+                Ok(v) => Ok(v),
+                Err(ClientRequestError::InputRequired) => {
+                    // Set before the cancellation that ends the upstream call, which reads it.
+                    deferred.store(true, Ordering::Release);
+                    cancel.cancel();
+                    Err(ErrorObject::internal(
+                        "the client answers this on a later round; the call is retried",
+                    ))
+                }
+                Err(ClientRequestError::NotSupported(cap)) => Err(ErrorObject::new(
+                    toolwright_jsonrpc::code::METHOD_NOT_FOUND,
+                    format!("the gateway's client did not declare the {cap} capability"),
+                )),
+                Err(e) => Err(ErrorObject::internal(format!(
+                    "the gateway's client could not answer {method}: {e}"
+                ))),
+            }
+        })
+    }
+}

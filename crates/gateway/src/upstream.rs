@@ -1,0 +1,416 @@
+//! One upstream server: how to reach it, its connection, and starting it again with
+//! backoff when it dies.
+//!
+//! A connection is made when something needs it ([`Upstream::peer`]): at start-up for an
+//! `eager` server, else for the first list or call. When a stdio server exits, every call
+//! waiting on it fails at once with the reason (the peer's `Closed` error, with the end
+//! of its stderr), the gateway is told ([`Events::closed`]) and a new connection is made
+//! after a backoff that doubles with each failure in a row (250 ms up to 30 s), so a
+//! server that crashes on start is not started in a loop.
+
+use crate::error::GatewayError;
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+use toolwright_client::{
+    BoxFuture, ClientError, ConnectOptions, EraChoice, Peer, PeerHandler, PeerOptions, Target,
+};
+use toolwright_jsonrpc::ErrorObject;
+use toolwright_protocol::{ClientCapabilities, Implementation};
+use toolwright_toolfile::config::{Server, Transport};
+use toolwright_toolfile::servers::{EraSpec, ServerSpec};
+use toolwright_toolfile::template::Template;
+
+/// The first wait before starting a dead server again; it doubles per failure in a row.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait between two starts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A call that arrives while the server waits to be started again waits this long at most
+/// for the next attempt; a longer wait is refused with the reason.
+const WAIT_FOR_RESTART: Duration = Duration::from_secs(5);
+
+/// Variables a stdio server gets from the gateway's environment when set (as declared
+/// tools do), besides its `inherit_env`.
+pub use toolwright_declared::command::ALLOWED_ENV;
+
+/// What the gateway hears from an upstream.
+pub trait Events: Send + Sync + 'static {
+    /// The server said a list changed (`notifications/tools/list_changed` …).
+    fn notification(&self, server: &str, method: &str, params: &Value);
+    /// A new connection is up (the first, or one after a restart).
+    fn connected(&self, server: &str);
+    /// The connection died; `why` says how.
+    fn closed(&self, server: &str, why: &str);
+    /// A request from the server that belongs to no call.
+    fn request(
+        &self,
+        server: &str,
+        method: String,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>>;
+}
+
+#[derive(Default)]
+struct State {
+    peer: Option<Peer>,
+    /// Failures in a row (connecting, or the connection dying).
+    failures: u32,
+    /// Not before this instant may the next connection be tried.
+    not_before: Option<Instant>,
+    /// Why the last connection ended or failed.
+    last_error: Option<String>,
+    /// Bumped for each new connection, so a late `closed` of an old one is ignored.
+    generation: u64,
+}
+
+/// One upstream server.
+pub struct Upstream {
+    name: String,
+    target: Target,
+    options: PeerOptions,
+    server: Server,
+    /// The gateway's runtime: connections live there, whoever asked for them.
+    handle: tokio::runtime::Handle,
+    state: Mutex<State>,
+    /// Held while connecting, so concurrent callers share one attempt.
+    connecting: tokio::sync::Mutex<()>,
+    events: Arc<dyn Events>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.name)
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Fills a variable's `${VAR}` from the gateway's environment; a variable that is not set
+/// is an error naming it (a server started with half its settings fails in obscure ways).
+fn expand(t: &Template, what: &str) -> Result<String, String> {
+    if let Some(var) = t.env_vars().find(|v| std::env::var_os(v).is_none()) {
+        return Err(format!("{what}: the variable {var} is not set"));
+    }
+    let rendered = t
+        .render(&Map::new(), &|v| std::env::var(v).ok(), &|s| {
+            Ok(Cow::Borrowed(s))
+        })
+        .map_err(|e| format!("{what}: {e}"))?;
+    Ok(rendered.unwrap_or_default())
+}
+
+/// How to reach a server.
+fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOptions), String> {
+    let name = &server.name;
+    let mut options = PeerOptions {
+        connect,
+        env: Vec::new(),
+        env_clear: true,
+        cwd: None,
+        bearer: None,
+        capabilities: relayed_capabilities(),
+        listen: true,
+    };
+    options.connect.era = match server.spec.era {
+        EraSpec::Auto => EraChoice::Auto,
+        EraSpec::Modern => EraChoice::Modern,
+        EraSpec::Legacy => EraChoice::Legacy,
+    };
+    let target = match &server.transport {
+        Transport::Stdio {
+            argv,
+            env,
+            inherit_env,
+            cwd,
+        } => {
+            let passed = ALLOWED_ENV
+                .iter()
+                .copied()
+                .chain(inherit_env.iter().map(String::as_str));
+            for var in passed {
+                if let Ok(v) = std::env::var(var) {
+                    options.env.push((var.to_owned(), v));
+                }
+            }
+            for (k, t) in env {
+                let value = expand(t, &format!("servers.{name}.env.{k}"))?;
+                options.env.retain(|(n, _)| n != k);
+                options.env.push((k.clone(), value));
+            }
+            options.cwd.clone_from(cwd);
+            Target::command(argv)
+        }
+        Transport::Http { url, bearer_env } => {
+            if let Some(var) = bearer_env {
+                let token = std::env::var(var).map_err(|_| {
+                    format!("servers.{name}.bearer_env: the variable {var} is not set")
+                })?;
+                options.bearer = Some(token);
+            }
+            Target::Http { url: url.clone() }
+        }
+    };
+    Ok((target, options))
+}
+
+/// What the gateway declares upstream: it relays sampling, elicitation and roots to its own
+/// clients (each call asks its client, and one that lacks the capability is refused there).
+fn relayed_capabilities() -> ClientCapabilities {
+    serde_json::from_value(serde_json::json!({
+        "sampling": {},
+        "elicitation": {"form": {}},
+        "roots": {"listChanged": false}
+    }))
+    .expect("capabilities parse")
+}
+
+/// The handler a peer reports to: forwards to the gateway's [`Events`] with the server's
+/// name, and marks the upstream down when the connection dies.
+struct Relay {
+    upstream: Weak<Upstream>,
+    generation: u64,
+}
+
+impl PeerHandler for Relay {
+    fn request(
+        &self,
+        method: String,
+        params: Value,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        match self.upstream.upgrade() {
+            Some(u) => u.events.request(&u.name, method, params),
+            None => Box::pin(async { Err(ErrorObject::internal("the gateway is shutting down")) }),
+        }
+    }
+
+    fn notification(&self, method: &str, params: &Value) {
+        if let Some(u) = self.upstream.upgrade() {
+            u.events.notification(&u.name, method, params);
+        }
+    }
+
+    fn closed(&self, why: &str) {
+        if let Some(u) = self.upstream.upgrade() {
+            u.died(self.generation, why);
+        }
+    }
+}
+
+fn backoff(failures: u32) -> Duration {
+    let shift = failures.saturating_sub(1).min(16);
+    (FIRST_BACKOFF * (1u32 << shift)).min(MAX_BACKOFF)
+}
+
+impl Upstream {
+    /// An upstream from its checked settings; nothing is started.
+    ///
+    /// # Errors
+    ///
+    /// When the spec names a variable that is not set, or is not a stdio or HTTP server.
+    pub fn new(
+        server: &Server,
+        request_timeout: Duration,
+        handle: tokio::runtime::Handle,
+        events: Arc<dyn Events>,
+    ) -> Result<Arc<Upstream>, GatewayError> {
+        let mut connect = ConnectOptions {
+            request_timeout,
+            ..ConnectOptions::default()
+        };
+        let mut info = Implementation::new("toolwright-gateway", env!("CARGO_PKG_VERSION"));
+        info.title = Some("toolwright gateway".into());
+        connect.client_info = info;
+        let (target, options) = reach(server, connect).map_err(|reason| GatewayError::Config {
+            server: server.name.clone(),
+            reason,
+        })?;
+        Ok(Arc::new(Upstream {
+            name: server.name.clone(),
+            target,
+            options,
+            server: server.clone(),
+            handle,
+            state: Mutex::new(State::default()),
+            connecting: tokio::sync::Mutex::new(()),
+            events,
+        }))
+    }
+
+    /// The server's name in the config.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its settings as written.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.server.spec
+    }
+
+    /// Its settings, checked.
+    pub fn config(&self) -> &Server {
+        &self.server
+    }
+
+    /// The namespace of its tools and prompts.
+    pub fn prefix(&self) -> &str {
+        &self.server.prefix
+    }
+
+    /// Where it is, as a person would write it.
+    pub fn describe(&self) -> String {
+        self.target.describe()
+    }
+
+    /// The live connection, if there is one.
+    pub fn current(&self) -> Option<Peer> {
+        self.state.lock().peer.clone().filter(|p| !p.is_closed())
+    }
+
+    /// Why the last connection ended or failed, if it did.
+    pub fn last_error(&self) -> Option<String> {
+        self.state.lock().last_error.clone()
+    }
+
+    /// The connection, made now if there is none. Concurrent callers share one attempt.
+    /// While a dead server waits out its backoff, a caller waits for the next attempt when
+    /// it is near, and is refused with the reason when it is not.
+    ///
+    /// # Errors
+    ///
+    /// [`GatewayError::Unavailable`] with why the server cannot be reached.
+    pub async fn peer(self: &Arc<Self>) -> Result<Peer, GatewayError> {
+        if let Some(p) = self.current() {
+            return Ok(p);
+        }
+        let _guard = self.connecting.lock().await;
+        if let Some(p) = self.current() {
+            return Ok(p);
+        }
+        let wait = {
+            let s = self.state.lock();
+            s.not_before
+                .map(|t| t.saturating_duration_since(Instant::now()))
+                .unwrap_or_default()
+        };
+        if wait > WAIT_FOR_RESTART {
+            return Err(self.unavailable(format!(
+                "it is started again in {:.1} s",
+                wait.as_secs_f64()
+            )));
+        }
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        let generation = {
+            let mut s = self.state.lock();
+            s.generation += 1;
+            s.generation
+        };
+        let relay = Arc::new(Relay {
+            upstream: Arc::downgrade(self),
+            generation,
+        });
+        let connect = Peer::connect(self.target.clone(), self.options.clone(), relay);
+        let joined = self.handle.spawn(connect).await;
+        let connected = joined.unwrap_or_else(|e| {
+            Err(ClientError::Io {
+                context: "connecting".into(),
+                source: std::io::Error::other(e.to_string()),
+            })
+        });
+        match connected {
+            Ok(peer) => {
+                {
+                    let mut s = self.state.lock();
+                    s.peer = Some(peer.clone());
+                    s.not_before = None;
+                }
+                tracing::info!(server = %self.name, era = peer.era().as_str(), "upstream connected");
+                self.events.connected(&self.name);
+                Ok(peer)
+            }
+            Err(e) => {
+                let why = e.to_string();
+                self.failed(&why);
+                Err(self.unavailable(why))
+            }
+        }
+    }
+
+    fn unavailable(&self, why: String) -> GatewayError {
+        GatewayError::Unavailable {
+            server: self.name.clone(),
+            target: self.target.describe(),
+            reason: why,
+        }
+    }
+
+    /// Counts a failure and sets the backoff.
+    fn failed(&self, why: &str) -> Duration {
+        let mut s = self.state.lock();
+        s.peer = None;
+        s.failures = s.failures.saturating_add(1);
+        let wait = backoff(s.failures);
+        s.not_before = Some(Instant::now() + wait);
+        s.last_error = Some(why.to_owned());
+        tracing::warn!(server = %self.name, "upstream unavailable ({why}); next attempt in {wait:?}");
+        wait
+    }
+
+    /// The connection of `generation` died.
+    fn died(&self, generation: u64, why: &str) {
+        if self.state.lock().generation != generation {
+            return;
+        }
+        self.failed(why);
+        self.events.closed(&self.name, why);
+    }
+
+    /// Counts the connection as healthy: the next failure starts the backoff afresh.
+    pub fn healthy(&self) {
+        self.state.lock().failures = 0;
+    }
+
+    /// The wait before the next attempt, if one is pending.
+    pub fn retry_in(&self) -> Option<Duration> {
+        self.state
+            .lock()
+            .not_before
+            .map(|t| t.saturating_duration_since(Instant::now()))
+    }
+
+    /// Closes the connection (a stdio server gets EOF).
+    pub async fn close(&self) {
+        let peer = self.state.lock().peer.take();
+        if let Some(p) = peer {
+            p.close().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        assert_eq!(backoff(1), Duration::from_millis(250));
+        assert_eq!(backoff(2), Duration::from_millis(500));
+        assert_eq!(backoff(3), Duration::from_secs(1));
+        assert_eq!(backoff(20), MAX_BACKOFF);
+    }
+
+    #[test]
+    fn expand_refuses_unset_variables() {
+        let t = Template::parse("${TOOLWRIGHT_SURELY_UNSET_VAR_X}").unwrap();
+        let e = expand(&t, "servers.a.env.K").unwrap_err();
+        assert!(e.contains("TOOLWRIGHT_SURELY_UNSET_VAR_X"), "{e}");
+        assert_eq!(
+            expand(&Template::parse("plain").unwrap(), "x").unwrap(),
+            "plain"
+        );
+    }
+}
