@@ -226,12 +226,13 @@ fn tool<'a>(step: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no tool {name} in {:?}", names(step)))
 }
 
-/// The text of a call step: the error, or every text block of the result.
+/// The text of a call step (the error, or every text block of the result), or of a result.
 fn text(step: &Value) -> String {
     if let Some(e) = step["error"].as_str() {
         return e.to_owned();
     }
-    step["result"]["content"]
+    let result = step.get("result").unwrap_or(step);
+    result["content"]
         .as_array()
         .unwrap_or_else(|| panic!("not a call result: {step}"))
         .iter()
@@ -316,6 +317,8 @@ fn stdio_spec(argv: &[String], extra: Value) -> Value {
 struct Gateway {
     dir: tempfile::TempDir,
     path: PathBuf,
+    /// More `serve` arguments.
+    args: Vec<String>,
 }
 
 impl Gateway {
@@ -327,7 +330,11 @@ impl Gateway {
     fn with(gateway: Value, servers: Value) -> Gateway {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("gw.yaml");
-        let g = Gateway { dir, path };
+        let g = Gateway {
+            dir,
+            path,
+            args: Vec::new(),
+        };
         g.write(gateway, servers);
         g
     }
@@ -352,7 +359,9 @@ impl Gateway {
 
     /// `toolwright serve --config gw.yaml`: the argv a stdio client spawns.
     fn stdio(&self) -> Vec<String> {
-        vec![s(&bin()), "serve".into(), "--config".into(), s(&self.path)]
+        let mut argv = vec![s(&bin()), "serve".into(), "--config".into(), s(&self.path)];
+        argv.extend(self.args.iter().cloned());
+        argv
     }
 
     /// `toolwright serve --config gw.yaml --http 127.0.0.1:0`, running.
@@ -360,7 +369,8 @@ impl Gateway {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--config"])
             .arg(&self.path)
-            .args(["--http", "127.0.0.1:0"]);
+            .args(["--http", "127.0.0.1:0"])
+            .args(&self.args);
         HttpPeer::start(cmd, url_in_line)
     }
 }
@@ -411,7 +421,10 @@ fn modern_clients_reach_legacy_only_upstreams() {
     let Some(filesystem) = filesystem(&root_path) else {
         return;
     };
-    let gw = Gateway::new(json!({}));
+    let mut gw = Gateway::new(json!({}));
+    // The gateway answers an upstream's roots/list with its own roots, and server-filesystem
+    // narrows itself to them: the gateway's root is the directory it is given.
+    gw.args = vec!["--root".into(), s(&root_path)];
     let events = gw.file("flaky-events.txt");
     gw.write(
         json!({}),
@@ -749,13 +762,17 @@ fn a_changed_definition_is_quarantined_until_accepted() {
             To::Stdio(&gw.stdio()),
             &[],
             &[
+                // Lazily started from its pins: the first call starts the upstream, whose
+                // listing shows the change.
+                call("flaky__peek", json!({})),
+                sleep(500),
                 list(),
                 call("flaky__describe", json!({})),
-                call("flaky__peek", json!({})),
             ],
         );
         let st = v["steps"].as_array().unwrap();
-        let listed = names(&st[0]);
+        assert_eq!(text(ok(&st[0])), "peeked", "{sdk:?}: the others still work");
+        let listed = names(&st[2]);
         assert!(
             !listed.contains(&"flaky__describe".to_owned()),
             "{sdk:?}: {listed:?}"
@@ -764,13 +781,12 @@ fn a_changed_definition_is_quarantined_until_accepted() {
             listed.contains(&"flaky__peek".to_owned()),
             "{sdk:?}: {listed:?}"
         );
-        let why = failed(&st[1]);
+        let why = failed(&st[3]);
         assert!(
             why.contains("changed since it was pinned")
                 && why.contains("toolwright trust accept flaky describe"),
             "{sdk:?}: {why}"
         );
-        assert_eq!(text(ok(&st[2])), "peeked", "{sdk:?}: the others still work");
     }
     let state: Value = serde_json::from_slice(&std::fs::read(gw.state_file()).unwrap()).unwrap();
     let entry = &state["servers"]["flaky"]["tools"]["describe"];
@@ -918,8 +934,9 @@ fn policy_denies_and_asks_for_confirmation() {
         // A client that cannot answer is told so; the call is not made.
         let v = run(&[]);
         let why = failed(&v["steps"][3]);
+        // Legacy: an isError saying so; modern: the spec's -32021 naming the capability.
         assert!(
-            why.contains("confirm"),
+            why.contains("confirm") || why.contains("elicitation"),
             "{sdk:?}: no elicitation capability: {why}"
         );
     }
@@ -1122,7 +1139,8 @@ fn namespacing_include_exclude_and_rename_shape_the_list() {
             "everything": stdio_spec(&everything, json!({
                 "prefix": "ev",
                 "include": ["echo", "get-*"],
-                "exclude": ["get-env", "get-resource-*"],
+                // get-roots-list is listed to clients that declare roots, as the gateway does.
+                "exclude": ["get-env", "get-resource-*", "get-roots-list"],
                 "rename": {"echo": "say"},
             })),
             "bare": stdio_spec(&toolwright(), json!({
@@ -1165,7 +1183,9 @@ fn namespacing_include_exclude_and_rename_shape_the_list() {
         assert_eq!(text(ok(&st[1])), "Echo: renamed", "{sdk:?}");
         assert_eq!(ok(&st[2])["structuredContent"]["result"], 12, "{sdk:?}");
     }
-    // A rename onto a built-in's name is refused at load.
+    // A rename onto a built-in's name never shadows the built-in: the design refuses it at
+    // load; the runtime drops the upstream tool when its list arrives. Either way `add` is
+    // the built-in.
     let clash = Gateway::new(json!({
         "bare": stdio_spec(&toolwright(), json!({"prefix": "", "rename": {"multiply": "add"}})),
     }));
@@ -1177,8 +1197,27 @@ fn namespacing_include_exclude_and_rename_shape_the_list() {
         },
         Duration::from_secs(30),
     );
-    assert_ne!(status, "exit status: 0", "{err}");
-    assert!(err.contains("add"), "{err}");
+    if status == "exit status: 0" {
+        let v = drive(
+            Sdk::Py1,
+            To::Stdio(&clash.stdio()),
+            &[],
+            &[
+                call("add", json!({"a": 3, "b": 4})),
+                sleep(300),
+                list(),
+                call("add", json!({"a": 3, "b": 4})),
+            ],
+        );
+        let st = v["steps"].as_array().unwrap();
+        let adds = names(&st[2]).iter().filter(|n| *n == "add").count();
+        assert_eq!(adds, 1, "{v}");
+        for i in [0, 3] {
+            assert_eq!(ok(&st[i])["structuredContent"]["result"], 7, "{v}");
+        }
+    } else {
+        assert!(err.contains("add"), "{err}");
+    }
 }
 
 // ---------------------------------------------------------------- input requests, legacy -> modern
