@@ -15,7 +15,7 @@ use crate::pin::{Pins, Verdict};
 use crate::tool::{Standing, UpstreamTool};
 use crate::upstream::{Events, Upstream};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
@@ -48,13 +48,15 @@ pub struct Gateway {
     server: OnceLock<Server>,
     state_file: PathBuf,
     separator: String,
-    roots: Vec<String>,
+    roots: Arc<Vec<String>>,
     upstreams: Mutex<Vec<Arc<Upstream>>>,
     pins: Pins,
     /// Names of built-in and declared tools: no upstream tool may take one.
     reserved: Mutex<BTreeSet<String>>,
     /// The upstream tools registered now, by exposed name.
     registered: Mutex<Vec<String>>,
+    /// A digest of what is registered now (definitions and standing).
+    installed: Mutex<Option<u64>>,
     /// The last listing of each server, as received (or as pinned, before it connects).
     listed: Mutex<BTreeMap<String, Vec<Value>>>,
     /// Reasons already reported for tools that are not served, so each is said once.
@@ -85,14 +87,17 @@ impl Events for Hub {
         }
     }
 
-    fn connected(&self, server: &str) {
-        let Some(g) = self.0.upgrade() else { return };
+    fn connected(&self, server: &str) -> BoxFuture<'static, ()> {
         // A server first served from its pins is listed once it is up, and after each
-        // restart: what it lists now is what counts.
+        // restart, before any call goes to it: what it lists now is what counts, and a
+        // definition that changed meanwhile is quarantined before it can be called.
+        let gw = self.0.upgrade();
         let server = server.to_owned();
-        let gw = g.clone();
-        g.runtime
-            .spawn(async move { gw.refresh_named(&server).await });
+        Box::pin(async move {
+            if let Some(gw) = gw {
+                gw.refresh_named(&server).await;
+            }
+        })
     }
 
     fn closed(&self, server: &str, why: &str) {
@@ -128,9 +133,7 @@ impl Events for Hub {
         Box::pin(async move {
             match method.as_str() {
                 // Outside a call, the roots are the gateway's own.
-                "roots/list" => Ok(json!({
-                    "roots": roots.iter().map(|u| json!({"uri": u})).collect::<Vec<_>>()
-                })),
+                "roots/list" => Ok(crate::upstream::roots_result(&roots)),
                 _ => Err(ErrorObject::internal(format!(
                     "toolwright's gateway relays {method} from upstream {server} only during one of its tool calls, with one call in flight"
                 ))),
@@ -162,11 +165,12 @@ impl Gateway {
             server: OnceLock::new(),
             state_file: config.state_file.clone(),
             separator: config.separator.clone(),
-            roots: settings.roots.iter().map(|r| file_uri(r)).collect(),
+            roots: Arc::new(settings.roots.iter().map(|r| file_uri(r)).collect()),
             upstreams: Mutex::new(Vec::new()),
             pins: Pins::new(config.state_file.clone()),
             reserved: Mutex::new(BTreeSet::new()),
             registered: Mutex::new(Vec::new()),
+            installed: Mutex::new(None),
             listed: Mutex::new(BTreeMap::new()),
             reported: Mutex::new(BTreeSet::new()),
             linted: Mutex::new(BTreeMap::new()),
@@ -184,6 +188,7 @@ impl Gateway {
                 timeout,
                 gateway.runtime.handle().clone(),
                 events.clone(),
+                gateway.roots.clone(),
             )?);
         }
         *gateway.upstreams.lock() = ups;
@@ -352,7 +357,11 @@ impl Gateway {
     }
 
     async fn try_refresh(self: &Arc<Self>, up: &Arc<Upstream>) -> Result<(), GatewayError> {
+        let fresh = up.current().is_none();
         let peer = up.peer().await?;
+        if fresh {
+            return Ok(()); // a new connection is listed as it comes up (Events::connected)
+        }
         let defs =
             peer.list_all("tools/list", "tools")
                 .await
@@ -374,7 +383,13 @@ impl Gateway {
         let defs: Vec<Value> = pins
             .tools
             .values()
-            .filter_map(|t| t.pinned.as_ref().and(t.definition.clone()))
+            // A tool with a pending definition is served as that definition, which the
+            // pins then quarantine.
+            .filter_map(|t| {
+                t.pending_definition
+                    .clone()
+                    .or_else(|| t.pinned.as_ref().and(t.definition.clone()))
+            })
             .collect();
         (!defs.is_empty()).then_some(defs)
     }
@@ -442,6 +457,7 @@ impl Gateway {
         }
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut names = Vec::new();
+        let mut refused: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         for e in set.tools() {
             let Some(up) = ups.iter().find(|u| u.name() == e.server) else {
                 continue;
@@ -451,6 +467,10 @@ impl Gateway {
                 Ok(t) => {
                     if let Standing::Refused(why) = &t.standing {
                         self.report(format!("upstream {}: {why}", e.server));
+                        refused
+                            .entry(e.server.clone())
+                            .or_default()
+                            .insert(e.upstream.clone(), why.clone());
                     }
                     names.push(t.definition.name.clone());
                     tools.push(Arc::new(t));
@@ -458,9 +478,23 @@ impl Gateway {
                 Err(reason) => self.report(format!("upstream {}: {reason}", e.server)),
             }
         }
+        for up in &ups {
+            if listed.contains_key(up.name()) {
+                up.set_refused(refused.remove(up.name()).unwrap_or_default());
+            }
+        }
+        // The same set again (a listing that changed nothing, pins re-read) is not swapped
+        // in: clients would be told of a change there is not.
+        let digest = installed_digest(&tools);
+        if *self.installed.lock() == Some(digest) {
+            return;
+        }
         let mut registered = self.registered.lock();
         match target.replace_tools(&registered, tools) {
-            Ok(()) => *registered = names,
+            Ok(()) => {
+                *registered = names;
+                *self.installed.lock() = Some(digest);
+            }
             Err(e) => eprintln!("toolwright: the upstream tools cannot be served: {e}"),
         }
     }
@@ -605,4 +639,16 @@ fn build_tool(
         timeout: up.spec().timeout.map(|d| d.0),
         param_headers,
     })
+}
+
+/// A digest of a set of upstream tools: what clients see of each, and whether it is served.
+fn installed_digest(tools: &[Arc<dyn Tool>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for t in tools {
+        let d = t.definition();
+        serde_json::to_string(&d).unwrap_or_default().hash(&mut h);
+        t.listed().hash(&mut h);
+    }
+    h.finish()
 }

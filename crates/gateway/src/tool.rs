@@ -179,6 +179,10 @@ impl UpstreamTool {
             Ok(p) => p,
             Err(e) => return Err(ToolError::Failed(e.to_string())),
         };
+        // Connecting lists the server again; what it lists now may refuse this tool.
+        if let Some(why) = self.upstream.refusal(&self.upstream_name) {
+            return Err(ToolError::Failed(why));
+        }
         // Cancelled when the client cancels, and when this future is dropped.
         let cancel = ctx.cancellation().child_token();
         let _drop_guard = cancel.clone().drop_guard();
@@ -186,6 +190,7 @@ impl UpstreamTool {
             ctx: ctx.clone(),
             deferred: Arc::new(AtomicBool::new(false)),
             cancel: cancel.clone(),
+            roots: self.upstream.roots().clone(),
         });
         let progress: Option<ProgressFn> = ctx.wants_progress().then(|| {
             let ctx = ctx.clone();
@@ -346,6 +351,8 @@ struct AskClient {
     /// Set when a modern client must answer on its retry: the upstream call is ended.
     deferred: Arc<AtomicBool>,
     cancel: CancellationToken,
+    /// The gateway's roots (`file://` URIs), for a client that has none to offer.
+    roots: Arc<Vec<String>>,
 }
 
 impl PeerHandler for AskClient {
@@ -357,6 +364,26 @@ impl PeerHandler for AskClient {
         let ctx = self.ctx.clone();
         let cancel = self.cancel.clone();
         let deferred = self.deferred.clone();
+        let caps = self.ctx.client_capabilities();
+        let declared = match method.as_str() {
+            "sampling/createMessage" => caps.sampling.is_some(),
+            "elicitation/create" => caps.elicitation.is_some(),
+            "roots/list" => caps.has_roots(),
+            _ => false,
+        };
+        if !declared {
+            // The client cannot be asked: roots are the gateway's own, and what else the
+            // upstream wanted is refused to the upstream (which decides what that means),
+            // without failing this call on the client's side.
+            let answer = match method.as_str() {
+                "roots/list" => Ok(crate::upstream::roots_result(&self.roots)),
+                _ => Err(ErrorObject::new(
+                    toolwright_jsonrpc::code::METHOD_NOT_FOUND,
+                    format!("the gateway's client does not offer {method}"),
+                )),
+            };
+            return Box::pin(async move { answer });
+        }
         Box::pin(async move {
             match ctx.request_client(&method, params).await {
                 Ok(v) => Ok(v),

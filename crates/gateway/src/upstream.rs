@@ -12,6 +12,7 @@ use crate::error::GatewayError;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use toolwright_client::{
@@ -39,8 +40,9 @@ pub use toolwright_declared::command::ALLOWED_ENV;
 pub trait Events: Send + Sync + 'static {
     /// The server said a list changed (`notifications/tools/list_changed` …).
     fn notification(&self, server: &str, method: &str, params: &Value);
-    /// A new connection is up (the first, or one after a restart).
-    fn connected(&self, server: &str);
+    /// A new connection is up (the first, or one after a restart); the connection is
+    /// handed out once this is done.
+    fn connected(&self, server: &str) -> BoxFuture<'static, ()>;
     /// The connection died; `why` says how.
     fn closed(&self, server: &str, why: &str);
     /// A request from the server that belongs to no call.
@@ -77,6 +79,12 @@ pub struct Upstream {
     /// Held while connecting, so concurrent callers share one attempt.
     connecting: tokio::sync::Mutex<()>,
     events: Arc<dyn Events>,
+    /// The gateway's roots as `file://` URIs: what it answers `roots/list` with when no
+    /// client can be asked.
+    roots: Arc<Vec<String>>,
+    /// Its tools the gateway refuses now (quarantined or denied), with why: a call that
+    /// started before its tool was refused checks here once it has the connection.
+    refused: Mutex<BTreeMap<String, String>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -199,6 +207,13 @@ impl PeerHandler for Relay {
     }
 }
 
+/// A `roots/list` result naming `roots` (`file://` URIs).
+pub fn roots_result(roots: &[String]) -> Value {
+    serde_json::json!({
+        "roots": roots.iter().map(|u| serde_json::json!({"uri": u})).collect::<Vec<_>>()
+    })
+}
+
 fn backoff(failures: u32) -> Duration {
     let shift = failures.saturating_sub(1).min(16);
     (FIRST_BACKOFF * (1u32 << shift)).min(MAX_BACKOFF)
@@ -215,6 +230,7 @@ impl Upstream {
         request_timeout: Duration,
         handle: tokio::runtime::Handle,
         events: Arc<dyn Events>,
+        roots: Arc<Vec<String>>,
     ) -> Result<Arc<Upstream>, GatewayError> {
         let mut connect = ConnectOptions {
             request_timeout,
@@ -236,7 +252,24 @@ impl Upstream {
             state: Mutex::new(State::default()),
             connecting: tokio::sync::Mutex::new(()),
             events,
+            roots,
+            refused: Mutex::new(BTreeMap::new()),
         }))
+    }
+
+    /// Sets which of its tools are refused now, and why.
+    pub fn set_refused(&self, refused: BTreeMap<String, String>) {
+        *self.refused.lock() = refused;
+    }
+
+    /// Why `tool` (its upstream name) is refused now, if it is.
+    pub fn refusal(&self, tool: &str) -> Option<String> {
+        self.refused.lock().get(tool).cloned()
+    }
+
+    /// The gateway's roots, as `file://` URIs.
+    pub fn roots(&self) -> &Arc<Vec<String>> {
+        &self.roots
     }
 
     /// The server's name in the config.
@@ -329,7 +362,7 @@ impl Upstream {
                     s.not_before = None;
                 }
                 tracing::info!(server = %self.name, era = peer.era().as_str(), "upstream connected");
-                self.events.connected(&self.name);
+                self.events.connected(&self.name).await;
                 Ok(peer)
             }
             Err(e) => {

@@ -251,9 +251,18 @@ impl Inner {
                 None => std::future::pending().await,
             }
         };
+        // A caller that stops waiting (its future dropped: a client that went away, a
+        // gateway call its own client cancelled) cancels upstream as an explicit cancel does.
+        let mut on_drop = CancelOnDrop {
+            inner: self,
+            id: &id,
+            method: &call.method,
+            armed: how.cancel_upstream,
+        };
         let outcome = tokio::select! {
             outcome = answer => outcome,
             () = timer => {
+                on_drop.armed = false;
                 if how.cancel_upstream {
                     self.cancel_upstream(&id, &call.method, "timed out");
                 }
@@ -263,12 +272,14 @@ impl Inner {
                 });
             }
             () = cancelled => {
+                on_drop.armed = false;
                 if how.cancel_upstream {
                     self.cancel_upstream(&id, &call.method, "cancelled by the client");
                 }
                 return Err(ClientError::Cancelled { method: call.method.clone() });
             }
         };
+        on_drop.armed = false;
         drop(progress);
         let raw = outcome?.map_err(|e| rpc_error(&call.method, e))?;
         parse_result(&call.method, era, &raw)
@@ -453,6 +464,24 @@ struct PendingGuard<'a> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         self.inner.table.lock().map.remove(self.id);
+    }
+}
+
+/// Cancels a request upstream when its caller drops the future before the answer.
+struct CancelOnDrop<'a> {
+    inner: &'a Arc<Inner>,
+    id: &'a RequestId,
+    method: &'a str,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        // Sending needs a runtime; a future dropped outside one (at shutdown) cancels nothing.
+        if self.armed && tokio::runtime::Handle::try_current().is_ok() {
+            self.inner
+                .cancel_upstream(self.id, self.method, "the caller stopped waiting");
+        }
     }
 }
 
