@@ -241,7 +241,7 @@ impl Gateway {
     }
 
     /// Lists every server's tools into the server, waiting for them (at most
-    /// [`FIRST_LIST_WAIT`]): called where the start-up tools are registered, after the
+    /// 20 s): called where the start-up tools are registered, after the
     /// built-in and declared ones, whose names no upstream tool may take. A server that
     /// cannot be reached is logged and tried again with backoff; its tools join the list
     /// when it comes up.
@@ -283,7 +283,7 @@ impl Gateway {
     }
 
     /// Registers the resources, resource templates and prompts of the `eager` servers in
-    /// `server`, waiting for them to start (at most [`FIRST_LIST_WAIT`]). Call it before
+    /// `server`, waiting for them to start (at most 20 s). Call it before
     /// serving: the capabilities sent at `initialize` say whether there are any.
     pub fn register_catalog(self: &Arc<Self>, server: &Server) {
         let eager: Vec<Arc<Upstream>> = self
