@@ -143,77 +143,84 @@ pub struct Offer {
 }
 
 /// Lists what `upstream` offers of resources, templates and prompts, as its capabilities
-/// say it has them; `name_of` gives a prompt's exposed name (None: not exposed). A list
-/// that fails is logged and left out.
+/// say it has them; `name_of` gives a prompt's exposed name. A list that fails, and an
+/// item that cannot be read, are logged and left out.
 pub async fn offer(
     upstream: &Arc<Upstream>,
-    name_of: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    name_of: &(dyn Fn(&str) -> String + Send + Sync),
 ) -> Offer {
     let mut out = Offer::default();
     let Ok(peer) = upstream.peer().await else {
         return out;
     };
     let caps = peer.capabilities().unwrap_or_default();
-    let list = |method: &'static str, key: &'static str| {
-        let peer = peer.clone();
-        let server = upstream.name().to_owned();
-        async move {
-            match peer.list_all(method, key).await {
-                Ok(items) => items,
-                Err(e) => {
-                    eprintln!("toolwright: upstream {server}: {method} failed: {e}");
-                    Vec::new()
-                }
-            }
-        }
-    };
+    let server = upstream.name();
     if caps.resources.is_some() {
-        for v in list("resources/list", "resources").await {
-            match serde_json::from_value::<Resource>(v) {
-                Ok(definition) => out.resources.push(UpstreamResource {
-                    upstream: upstream.clone(),
-                    definition,
-                }),
-                Err(e) => eprintln!(
-                    "toolwright: upstream {}: a resource is unreadable: {e}",
-                    upstream.name()
-                ),
-            }
-        }
-        for v in list("resources/templates/list", "resourceTemplates").await {
-            match serde_json::from_value::<ResourceTemplate>(v) {
-                Ok(definition) => out.templates.push(UpstreamTemplate {
-                    upstream: upstream.clone(),
-                    definition,
-                }),
-                Err(e) => eprintln!(
-                    "toolwright: upstream {}: a resource template is unreadable: {e}",
-                    upstream.name()
-                ),
-            }
-        }
+        let resources = listed::<Resource>(&peer, server, "resources/list", "resources").await;
+        out.resources = resources
+            .into_iter()
+            .map(|definition| UpstreamResource {
+                upstream: upstream.clone(),
+                definition,
+            })
+            .collect();
+        let templates = listed::<ResourceTemplate>(
+            &peer,
+            server,
+            "resources/templates/list",
+            "resourceTemplates",
+        )
+        .await;
+        out.templates = templates
+            .into_iter()
+            .map(|definition| UpstreamTemplate {
+                upstream: upstream.clone(),
+                definition,
+            })
+            .collect();
     }
     if caps.prompts.is_some() {
-        for v in list("prompts/list", "prompts").await {
-            match serde_json::from_value::<Prompt>(v) {
-                Ok(mut definition) => {
-                    let upstream_name = definition.name.clone();
-                    let Some(exposed) = name_of(&upstream_name) else {
-                        continue;
-                    };
-                    definition.name = exposed;
-                    out.prompts.push(UpstreamPrompt {
-                        upstream: upstream.clone(),
-                        upstream_name,
-                        definition,
-                    });
+        let prompts = listed::<Prompt>(&peer, server, "prompts/list", "prompts").await;
+        out.prompts = prompts
+            .into_iter()
+            .map(|mut definition| {
+                let upstream_name = std::mem::take(&mut definition.name);
+                definition.name = name_of(&upstream_name);
+                UpstreamPrompt {
+                    upstream: upstream.clone(),
+                    upstream_name,
+                    definition,
                 }
-                Err(e) => eprintln!(
-                    "toolwright: upstream {}: a prompt is unreadable: {e}",
-                    upstream.name()
-                ),
-            }
-        }
+            })
+            .collect();
     }
     out
+}
+
+/// Every item of `method`'s list that reads as a `T`; what fails is logged and left out.
+async fn listed<T: serde::de::DeserializeOwned>(
+    peer: &toolwright_client::Peer,
+    server: &str,
+    method: &str,
+    key: &str,
+) -> Vec<T> {
+    let items = match peer.list_all(method, key).await {
+        Ok(items) => items,
+        Err(e) => {
+            eprintln!("toolwright: upstream {server}: {method} failed: {e}");
+            return Vec::new();
+        }
+    };
+    items
+        .into_iter()
+        .filter_map(|v| {
+            serde_json::from_value(v)
+                .map_err(|e| {
+                    eprintln!(
+                        "toolwright: upstream {server}: an item of {method} is unreadable: {e}"
+                    )
+                })
+                .ok()
+        })
+        .collect()
 }

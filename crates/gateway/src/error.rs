@@ -30,14 +30,6 @@ pub enum GatewayError {
         /// What went wrong.
         reason: String,
     },
-    /// The state file (pins) cannot be read or written.
-    #[error("state file {path}: {reason}")]
-    State {
-        /// The file.
-        path: String,
-        /// What went wrong.
-        reason: String,
-    },
     /// The gateway's runtime could not start.
     #[error("starting the gateway's runtime: {0}")]
     Runtime(String),

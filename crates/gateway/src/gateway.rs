@@ -251,16 +251,26 @@ impl Gateway {
         // A lazy server whose tools are pinned is served from its pins and started by the
         // first call that needs it; the others are listed now.
         let mut to_list = Vec::new();
+        // Read once for every lazy server (an unreadable file pins nothing here; listing
+        // reports it).
+        let mut pins = None;
         for up in self.upstreams() {
             let already = self.listed.lock().contains_key(up.name());
             if already || up.current().is_some() {
                 continue;
             }
-            match (up.spec().start, self.pinned_definitions(up.name())) {
-                (StartSpec::Lazy, Some(defs)) => {
+            let pinned = match up.spec().start {
+                StartSpec::Lazy => pins
+                    .get_or_insert_with(|| self.pins.load().ok())
+                    .as_ref()
+                    .and_then(|state| pinned_definitions(state, up.name())),
+                StartSpec::Eager => None,
+            };
+            match pinned {
+                Some(defs) => {
                     self.listed.lock().insert(up.name().to_owned(), defs);
                 }
-                _ => to_list.push(up),
+                None => to_list.push(up),
             }
         }
         self.install_all();
@@ -301,7 +311,7 @@ impl Gateway {
                 for up in eager {
                     let prefix = up.prefix().to_owned();
                     let sep = separator.clone();
-                    let name_of = move |n: &str| Some(naming::exposed_name(&prefix, &sep, n));
+                    let name_of = move |n: &str| naming::exposed_name(&prefix, &sep, n);
                     let offer = catalog::offer(&up, &name_of).await;
                     let _ = tx.send((up.name().to_owned(), offer));
                 }
@@ -374,24 +384,6 @@ impl Gateway {
         self.listed.lock().insert(up.name().to_owned(), defs);
         self.install_all();
         Ok(())
-    }
-
-    /// The definitions pinned for `server`, when it has any.
-    fn pinned_definitions(&self, server: &str) -> Option<Vec<Value>> {
-        let state = self.pins.load().ok()?;
-        let pins = state.servers.get(server)?;
-        let defs: Vec<Value> = pins
-            .tools
-            .values()
-            // A tool with a pending definition is served as that definition, which the
-            // pins then quarantine.
-            .filter_map(|t| {
-                t.pending_definition
-                    .clone()
-                    .or_else(|| t.pinned.as_ref().and(t.definition.clone()))
-            })
-            .collect();
-        (!defs.is_empty()).then_some(defs)
     }
 
     /// Reports lint findings on a server's definitions, once per distinct listing.
@@ -651,4 +643,21 @@ fn installed_digest(tools: &[Arc<dyn Tool>]) -> u64 {
         t.listed().hash(&mut h);
     }
     h.finish()
+}
+
+/// The definitions `state` pins for `server`, when it has any.
+fn pinned_definitions(state: &crate::pin::State, server: &str) -> Option<Vec<Value>> {
+    let pins = state.servers.get(server)?;
+    let defs: Vec<Value> = pins
+        .tools
+        .values()
+        // A tool with a pending definition is served as that definition, which the pins
+        // then quarantine.
+        .filter_map(|t| {
+            t.pending_definition
+                .clone()
+                .or_else(|| t.pinned.as_ref().and(t.definition.clone()))
+        })
+        .collect();
+    (!defs.is_empty()).then_some(defs)
 }

@@ -232,7 +232,6 @@ impl UpstreamTool {
                 Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
             };
             if value.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                self.upstream.healthy();
                 return serde_json::from_value(value).map_err(|e| {
                     ToolError::Failed(format!(
                         "upstream {} sent a tools/call result that is not a CallToolResult: {e}",
@@ -364,13 +363,10 @@ impl PeerHandler for AskClient {
         let ctx = self.ctx.clone();
         let cancel = self.cancel.clone();
         let deferred = self.deferred.clone();
-        let caps = self.ctx.client_capabilities();
-        let declared = match method.as_str() {
-            "sampling/createMessage" => caps.sampling.is_some(),
-            "elicitation/create" => caps.elicitation.is_some(),
-            "roots/list" => caps.has_roots(),
-            _ => false,
-        };
+        let declared = self
+            .ctx
+            .capability_for(&method)
+            .is_some_and(|(_, declared)| declared);
         if !declared {
             // The client cannot be asked: roots are the gateway's own, and what else the
             // upstream wanted is refused to the upstream (which decides what that means),

@@ -61,8 +61,6 @@ struct State {
     failures: u32,
     /// Not before this instant may the next connection be tried.
     not_before: Option<Instant>,
-    /// Why the last connection ended or failed.
-    last_error: Option<String>,
     /// Bumped for each new connection, so a late `closed` of an old one is ignored.
     generation: u64,
 }
@@ -292,19 +290,9 @@ impl Upstream {
         &self.server.prefix
     }
 
-    /// Where it is, as a person would write it.
-    pub fn describe(&self) -> String {
-        self.target.describe()
-    }
-
     /// The live connection, if there is one.
     pub fn current(&self) -> Option<Peer> {
         self.state.lock().peer.clone().filter(|p| !p.is_closed())
-    }
-
-    /// Why the last connection ended or failed, if it did.
-    pub fn last_error(&self) -> Option<String> {
-        self.state.lock().last_error.clone()
     }
 
     /// The connection, made now if there is none. Concurrent callers share one attempt.
@@ -382,15 +370,13 @@ impl Upstream {
     }
 
     /// Counts a failure and sets the backoff.
-    fn failed(&self, why: &str) -> Duration {
+    fn failed(&self, why: &str) {
         let mut s = self.state.lock();
         s.peer = None;
         s.failures = s.failures.saturating_add(1);
         let wait = backoff(s.failures);
         s.not_before = Some(Instant::now() + wait);
-        s.last_error = Some(why.to_owned());
         tracing::warn!(server = %self.name, "upstream unavailable ({why}); next attempt in {wait:?}");
-        wait
     }
 
     /// The connection of `generation` died.

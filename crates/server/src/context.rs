@@ -187,6 +187,19 @@ impl ToolContext {
         }
     }
 
+    /// The capability a request to the client needs (`sampling/createMessage`,
+    /// `elicitation/create`, `roots/list`) and whether this client declared it; `None` for a
+    /// method that is none of those.
+    pub fn capability_for(&self, method: &str) -> Option<(&'static str, bool)> {
+        let caps = &self.inner.client_capabilities;
+        match method {
+            "sampling/createMessage" => Some(("sampling", caps.sampling.is_some())),
+            "elicitation/create" => Some(("elicitation", caps.elicitation.is_some())),
+            "roots/list" => Some(("roots", caps.roots.is_some())),
+            _ => None,
+        }
+    }
+
     /// Asks the client: `sampling/createMessage`, `elicitation/create` or `roots/list`.
     ///
     /// Legacy clients get a real request and this waits for the answer (within the client
@@ -200,18 +213,7 @@ impl ToolContext {
         method: &str,
         params: Value,
     ) -> Result<Value, ClientRequestError> {
-        let (cap, declared) = match method {
-            "sampling/createMessage" => (
-                "sampling",
-                self.inner.client_capabilities.sampling.is_some(),
-            ),
-            "elicitation/create" => (
-                "elicitation",
-                self.inner.client_capabilities.elicitation.is_some(),
-            ),
-            "roots/list" => ("roots", self.inner.client_capabilities.roots.is_some()),
-            _ => ("", true),
-        };
+        let (cap, declared) = self.capability_for(method).unwrap_or(("", true));
         if !declared {
             *self.inner.inputs.missing_capability.lock() = Some(cap);
             return Err(ClientRequestError::NotSupported(cap));

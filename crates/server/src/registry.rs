@@ -466,18 +466,35 @@ mod tests {
         }
     }
 
-    /// A tool the list does not show, but a call finds.
-    struct Unlisted(&'static str);
-    impl Tool for Unlisted {
+    /// A tool whose `listed` and `checks_own_output` are as given; its output schema is
+    /// `{type: object}`.
+    struct Flagged {
+        name: &'static str,
+        listed: bool,
+        own_output: bool,
+    }
+    impl Tool for Flagged {
         fn definition(&self) -> ToolDefinition {
-            ToolDefinition::new(self.0, json!({"type": "object"}))
+            ToolDefinition::new(self.name, json!({"type": "object"}))
+                .with_output_schema(json!({"type": "object"}))
         }
         fn call(&self, _args: Value, _ctx: crate::ToolContext) -> crate::ToolFuture<'_> {
             Box::pin(async { Ok(CallToolResult::default()) })
         }
         fn listed(&self) -> bool {
-            false
+            self.listed
         }
+        fn checks_own_output(&self) -> bool {
+            self.own_output
+        }
+    }
+
+    fn unlisted(name: &'static str) -> Arc<dyn Tool> {
+        Arc::new(Flagged {
+            name,
+            listed: false,
+            own_output: false,
+        })
     }
 
     #[test]
@@ -488,9 +505,9 @@ mod tests {
         });
         for t in [
             named("a"),
-            Arc::new(Unlisted("b")),
+            unlisted("b"),
             named("c"),
-            Arc::new(Unlisted("d")),
+            unlisted("d"),
             named("e"),
         ] {
             r.register(t).unwrap();
@@ -512,24 +529,14 @@ mod tests {
         assert!(p2.next_cursor.is_none());
     }
 
-    /// A tool that validates its own structured output.
-    struct SelfChecked;
-    impl Tool for SelfChecked {
-        fn definition(&self) -> ToolDefinition {
-            ToolDefinition::new("s", json!({"type": "object"}))
-                .with_output_schema(json!({"type": "object"}))
-        }
-        fn call(&self, _args: Value, _ctx: crate::ToolContext) -> crate::ToolFuture<'_> {
-            Box::pin(async { Ok(CallToolResult::default()) })
-        }
-        fn checks_own_output(&self) -> bool {
-            true
-        }
-    }
-
     #[test]
     fn a_tool_that_checks_its_own_output_gets_no_server_validator() {
-        let own = Entry::compile(Arc::new(SelfChecked)).unwrap();
+        let own = Entry::compile(Arc::new(Flagged {
+            name: "s",
+            listed: true,
+            own_output: true,
+        }))
+        .unwrap();
         assert!(own.output.is_none());
         let plain = Entry::compile(tool(json!({"name": "p", "inputSchema": {"type": "object"},
             "outputSchema": {"type": "object"}})))
