@@ -24,10 +24,12 @@
 //! - `peer/`: [`Peer`], one concurrent connection in either era (what the gateway uses);
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
 //!   over hyper (plain `http://`; no TLS);
+//! - [`auth`]: [`Authorizer`], what puts `Authorization` on HTTP requests and renews it;
 //! - [`trust`]: the trust configuration and what it changes;
 //! - `validate.rs`: [`check_output`];
 //! - `error.rs`: [`ClientError`], and [`TrustConfigError`] which it may carry.
 
+pub mod auth;
 mod client;
 mod envelope;
 mod error;
@@ -37,6 +39,7 @@ mod sse;
 pub mod trust;
 mod validate;
 
+pub use auth::{Authorizer, BearerToken, Challenge};
 pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
 pub use error::{ClientError, TrustConfigError};
 pub use peer::{BoxFuture, Call, NoHandler, Peer, PeerHandler, PeerOptions, ProgressFn};

@@ -1,0 +1,55 @@
+//! What authorizes a client's HTTP requests: the seam between the Streamable HTTP transport
+//! and the ways a token is had (a fixed bearer token from the environment, or an OAuth 2.1
+//! session that discovers, registers, authorizes and refreshes).
+//!
+//! The transport asks [`Authorizer::authorization`] for the `Authorization` header of each
+//! request. When the server refuses one (401, or 403 naming `insufficient_scope`), it hands
+//! the refusal to [`Authorizer::challenge`] and sends the request again when that says the
+//! credentials changed, a bounded number of times per request.
+
+use std::sync::Arc;
+
+use crate::ClientError;
+use crate::peer::BoxFuture;
+
+/// A refusal from the server, as the authorizer needs it.
+#[derive(Debug, Clone)]
+pub struct Challenge {
+    /// The HTTP status (401 or 403).
+    pub status: u16,
+    /// Every `WWW-Authenticate` header value, in order.
+    pub www_authenticate: Vec<String>,
+    /// The URL of the MCP endpoint that refused (the protected resource).
+    pub url: String,
+}
+
+/// Supplies and renews the credentials of HTTP requests.
+pub trait Authorizer: Send + Sync + 'static {
+    /// The `Authorization` header value for the next request, if there is one yet.
+    fn authorization(&self) -> Option<String>;
+
+    /// The server refused a request. `Ok(true)`: the credentials changed and the request
+    /// should be sent again; `Ok(false)`: nothing more can be done, the refusal stands.
+    fn challenge(&self, challenge: Challenge) -> BoxFuture<'_, Result<bool, ClientError>>;
+}
+
+/// A fixed bearer token: sent with every request, never renewed.
+#[derive(Debug, Clone)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token (without the `Bearer ` prefix).
+    pub fn new(token: impl Into<String>) -> Arc<BearerToken> {
+        Arc::new(BearerToken(token.into()))
+    }
+}
+
+impl Authorizer for BearerToken {
+    fn authorization(&self) -> Option<String> {
+        Some(format!("Bearer {}", self.0))
+    }
+
+    fn challenge(&self, _: Challenge) -> BoxFuture<'_, Result<bool, ClientError>> {
+        Box::pin(async { Ok(false) })
+    }
+}
