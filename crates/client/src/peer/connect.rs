@@ -117,11 +117,23 @@ pub(super) async fn connect(
     let mut inner = open(&target, &options, &handler)?;
     let request_timeout = options.connect.request_timeout;
     match options.connect.era {
-        EraChoice::Modern => discover(&inner, request_timeout).await?,
+        EraChoice::Modern => {
+            discover(&inner, request_timeout)
+                .await?
+                .map_err(|detail| ClientError::Malformed {
+                    what: "server/discover result".to_owned(),
+                    detail,
+                })?;
+        }
         EraChoice::Legacy => initialize(&inner).await?,
         EraChoice::Auto => {
-            let probe = discover(&inner, options.connect.probe_timeout).await;
-            match classify(probe, matches!(target, Target::Stdio { .. }))? {
+            let probe = match discover(&inner, options.connect.probe_timeout).await {
+                // A result that is not a modern server's (e.g. `{}`): a legacy server
+                // answering an unknown method loosely.
+                Ok(Err(_)) => Ok(Probe::Legacy),
+                probe => classify(probe.map(|_| ()), matches!(target, Target::Stdio { .. })),
+            };
+            match probe? {
                 Probe::Modern => {}
                 Probe::Legacy => initialize(&inner).await?,
                 Probe::Restart => {
@@ -139,8 +151,34 @@ pub(super) async fn connect(
     Ok(inner)
 }
 
-/// `server/discover`: the modern era's (optional) first request.
-async fn discover(inner: &Arc<Inner>, timeout: Duration) -> Result<(), ClientError> {
+/// Why a `server/discover` result is not one to speak the modern era with, if it is not:
+/// it must be an object whose `supportedVersions` lists a modern version we speak.
+pub(super) fn not_modern(result: &Value) -> Option<String> {
+    let Some(versions) = result.get("supportedVersions") else {
+        return Some("it has no supportedVersions".to_owned());
+    };
+    let Some(versions) = versions.as_array() else {
+        return Some(format!("supportedVersions is {versions}, not an array"));
+    };
+    let ours = versions
+        .iter()
+        .filter_map(Value::as_str)
+        .filter_map(ProtocolVersion::parse)
+        .any(ProtocolVersion::is_modern);
+    (!ours).then(|| {
+        format!(
+            "supportedVersions {} names no modern version this client speaks",
+            Value::Array(versions.clone())
+        )
+    })
+}
+
+/// `server/discover`: the modern era's (optional) first request. `Ok(Err(why))`: the
+/// server answered, but not as a modern server we can speak with.
+async fn discover(
+    inner: &Arc<Inner>,
+    timeout: Duration,
+) -> Result<Result<(), String>, ClientError> {
     {
         let mut s = inner.state.write();
         s.era = Era::Modern;
@@ -153,6 +191,9 @@ async fn discover(inner: &Arc<Inner>, timeout: Duration) -> Result<(), ClientErr
     let result = inner
         .request(Call::new("server/discover", json!({})), how)
         .await?;
+    if let Some(why) = not_modern(&result) {
+        return Ok(Err(why));
+    }
     let mut s = inner.state.write();
     s.server_info = result
         .get("_meta")
@@ -161,7 +202,7 @@ async fn discover(inner: &Arc<Inner>, timeout: Duration) -> Result<(), ClientErr
     s.capabilities = result
         .get("capabilities")
         .and_then(|c| serde_json::from_value(c.clone()).ok());
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// The legacy handshake: `initialize` (declaring our capabilities), then
@@ -305,6 +346,28 @@ impl Backoff {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_discover_result_is_modern_only_with_a_version_we_speak() {
+        use serde_json::json;
+        assert_eq!(
+            super::not_modern(&json!({"supportedVersions": ["2026-07-28"], "capabilities": {}})),
+            None
+        );
+        assert_eq!(
+            super::not_modern(&json!({"supportedVersions": ["2025-11-25", "2026-07-28"]})),
+            None
+        );
+        for bad in [
+            json!({}),
+            json!({"supportedVersions": "2026-07-28"}),
+            json!({"supportedVersions": ["2025-11-25"]}),
+            json!({"supportedVersions": ["2099-01-01"]}),
+            json!({"supportedVersions": []}),
+        ] {
+            assert!(super::not_modern(&bad).is_some(), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]
