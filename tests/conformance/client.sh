@@ -12,6 +12,8 @@ initialize)
     exec "$tw" list --url "$url" ;;
 tools_call)
     exec "$tw" call --url "$url" --yes add_numbers a=5 b=3 ;;
+sse-retry)
+    exec "$tw" call --url "$url" --yes test_reconnection ;;
 *)
     echo "client.sh: no mapping for scenario '${MCP_CONFORMANCE_SCENARIO:-}'" >&2
     exit 2 ;;

@@ -89,6 +89,10 @@ pub(crate) struct Reply {
     pub retry: Option<Duration>,
     /// Every `WWW-Authenticate` header value, in order.
     pub www_authenticate: Vec<String>,
+    /// Whether the answer was an SSE stream.
+    pub sse: bool,
+    /// The stream's last event id, if it set one.
+    pub last_event_id: Option<String>,
 }
 
 /// One HTTP request to make.
@@ -189,9 +193,11 @@ pub(crate) async fn exchange(
             .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
         let incoming = response.into_body();
         let mut retry = None;
+        let mut last_event_id = None;
         let (answer, text) = if is_sse {
-            let (answer, r) = read_sse(incoming, ex.id, on_message).await;
+            let (answer, r, last) = read_sse(incoming, ex.id, on_message).await;
             retry = r;
+            last_event_id = last;
             (answer, String::new())
         } else {
             let bytes = read_body(incoming, ex.rpc_method, endpoint).await?;
@@ -211,6 +217,8 @@ pub(crate) async fn exchange(
             text,
             retry,
             www_authenticate,
+            sse: is_sse,
+            last_event_id,
         })
     };
     // The connection is driven here, not in a task of its own, so that dropping this
@@ -259,7 +267,7 @@ async fn read_sse(
     mut body: Incoming,
     wanted: Option<&RequestId>,
     on_message: &mut (dyn FnMut(Message) + Send),
-) -> (Option<Answer>, Option<Duration>) {
+) -> (Option<Answer>, Option<Duration>, Option<String>) {
     let mut parser = SseParser::default();
     let mut seen = 0usize;
     let retry = |p: &SseParser| p.retry.map(Duration::from_millis);
@@ -281,12 +289,16 @@ async fn read_sse(
             for msg in envelope::messages(event.data.as_bytes()) {
                 match msg {
                     Message::Response(r) if Some(&r.id) == wanted => {
-                        return (Some(Answer::Response(r)), retry(&parser));
+                        return (
+                            Some(Answer::Response(r)),
+                            retry(&parser),
+                            parser.last_event_id.clone(),
+                        );
                     }
                     other => on_message(other),
                 }
             }
         }
     }
-    (None, retry(&parser))
+    (None, retry(&parser), parser.last_event_id.clone())
 }

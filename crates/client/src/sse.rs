@@ -19,6 +19,8 @@ pub(crate) struct SseParser {
     /// The last `retry` field: how long (ms) the server wants a client to wait before
     /// reconnecting.
     pub(crate) retry: Option<u64>,
+    /// The last `id` field: what `Last-Event-ID` names when the stream is resumed.
+    pub(crate) last_event_id: Option<String>,
 }
 
 impl SseParser {
@@ -72,6 +74,7 @@ impl SseParser {
                 self.has_data = true;
             }
             "event" => self.event = value.to_owned(),
+            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
             "retry" => {
                 if let Ok(ms) = value.parse() {
                     self.retry = Some(ms);
@@ -113,6 +116,9 @@ mod tests {
             [ev("", "split")]
         );
         assert_eq!(events(&["id: 7\nretry: 10\n\n"]), []);
+        let mut p = SseParser::default();
+        p.push(b"id: 7\nretry: 10\ndata: x\n\nid: 8\n\n");
+        assert_eq!((p.last_event_id.as_deref(), p.retry), (Some("8"), Some(10)));
         assert_eq!(events(&["data: unterminated"]), []);
         let mut p = SseParser::default();
         p.push(b"retry: 1500\nretry: soon\n\n");

@@ -159,6 +159,7 @@ impl Inner {
             self.renew_session(&stale).await?;
             reply = self.post(h, line, Some(id), what, &handler).await?.0;
         }
+        reply = self.resume(h, id, reply, method, &handler).await?;
         if method == "initialize"
             && let Some(sid) = &reply.session_id
         {
@@ -172,6 +173,50 @@ impl Inner {
             Some(Answer::Error(e)) => Ok(Err(e)),
             None => Err(http_error(method, &reply)),
         }
+    }
+
+    /// A request's SSE stream closed before its response: reconnect with GET (after the
+    /// stream's `retry` delay, naming its last event id in `Last-Event-ID`) and keep
+    /// reading, at most [`MAX_RESUMES`] times.
+    async fn resume(
+        self: &Arc<Self>,
+        h: &HttpLink,
+        id: &RequestId,
+        mut reply: Reply,
+        method: &str,
+        handler: &Arc<dyn PeerHandler>,
+    ) -> Result<Reply, ClientError> {
+        let origin = Origin::Http(Arc::clone(handler));
+        let mut retry = reply.retry;
+        let mut last = reply.last_event_id.clone();
+        for _ in 0..MAX_RESUMES {
+            if reply.answer.is_some() || !reply.sse || reply.status >= 300 {
+                break;
+            }
+            tokio::time::sleep(retry.unwrap_or(Duration::from_secs(1))).await;
+            let extra: Vec<(String, String)> = last
+                .iter()
+                .map(|l| ("Last-Event-ID".to_owned(), l.clone()))
+                .collect();
+            let (headers, _) = self.http_headers(None, None, &extra);
+            let ex = Exchange {
+                method: Method::GET,
+                body: None,
+                id: Some(id),
+                headers: &headers,
+                rpc_method: method,
+            };
+            let next = self
+                .send(h, ex, &mut |m| self.on_message(m, &origin))
+                .await?;
+            if next.status >= 300 {
+                return Ok(next);
+            }
+            retry = next.retry.or(retry);
+            last = next.last_event_id.clone().or(last);
+            reply = next;
+        }
+        Ok(reply)
     }
 
     /// The legacy session `stale` expired: initialize again (once, however many requests
@@ -262,6 +307,9 @@ pub(super) async fn get_stream(inner: Arc<Inner>) {
         }
     }
 }
+
+/// How many times a request's closed SSE stream is resumed with GET.
+const MAX_RESUMES: usize = 5;
 
 /// How many times one request is sent again after the authorizer renewed its credentials.
 const MAX_CHALLENGES: usize = 3;
