@@ -12,6 +12,8 @@ initialize)
     exec "$tw" list --url "$url" ;;
 tools_call)
     exec "$tw" call --url "$url" --yes add_numbers a=5 b=3 ;;
+elicitation-sep1034-client-defaults)
+    exec "$tw" call --url "$url" --yes --elicit accept-defaults test_client_elicitation_defaults ;;
 sse-retry)
     exec "$tw" call --url "$url" --yes test_reconnection ;;
 *)

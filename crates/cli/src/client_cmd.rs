@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use toolwright_client::trust::{effective_hints, needs_consent};
 use toolwright_client::{
-    Authorizer, BearerToken, Client, ClientError, ConnectOptions, EraChoice, Target, TrustConfig,
-    check_output,
+    Authorizer, BearerToken, Client, ClientError, ConnectOptions, ElicitAnswer, EraChoice, Target,
+    TrustConfig, check_output,
 };
 use toolwright_protocol::{Tool, ToolAnnotations};
 
@@ -49,6 +49,21 @@ pub struct TargetArgs {
     /// environment variable.
     #[arg(long, value_name = "VAR", requires = "url")]
     pub bearer_env: Option<String>,
+    /// Answer the server's elicitation requests: accept with the requested schema's
+    /// defaults, decline or cancel [default: declare no elicitation].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub elicit: Option<ElicitArg>,
+}
+
+/// `--elicit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ElicitArg {
+    /// Accept, filling each field with its default.
+    AcceptDefaults,
+    /// Decline.
+    Decline,
+    /// Cancel.
+    Cancel,
 }
 
 /// `--era`.
@@ -101,6 +116,11 @@ impl TargetArgs {
         };
         Ok(ConnectOptions {
             auth,
+            elicit: self.elicit.map(|e| match e {
+                ElicitArg::AcceptDefaults => ElicitAnswer::AcceptDefaults,
+                ElicitArg::Decline => ElicitAnswer::Decline,
+                ElicitArg::Cancel => ElicitAnswer::Cancel,
+            }),
             era: match self.era {
                 EraArg::Auto => EraChoice::Auto,
                 EraArg::Modern => EraChoice::Modern,

@@ -11,7 +11,7 @@ use toolwright_protocol::{
     CallToolResult, Implementation, ProtocolVersion, ServerCapabilities, Tool,
 };
 
-use crate::{Authorizer, Call, ClientError, NoHandler, Peer, PeerOptions};
+use crate::{Authorizer, Call, ClientError, ElicitAnswer, NoHandler, Peer, PeerOptions};
 
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +102,9 @@ pub struct ConnectOptions {
     /// when the server refuses it); `None` sends none. A fixed token is a
     /// [`BearerToken`](crate::BearerToken).
     pub auth: Option<Arc<dyn Authorizer>>,
+    /// How [`Client`] answers the server's elicitation requests; with `None` it declares
+    /// no elicitation capability.
+    pub elicit: Option<ElicitAnswer>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -112,6 +115,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("probe_timeout", &self.probe_timeout)
             .field("client_info", &self.client_info)
             .field("auth", &self.auth.as_ref().map(|_| "…"))
+            .field("elicit", &self.elicit)
             .finish()
     }
 }
@@ -124,6 +128,7 @@ impl Default for ConnectOptions {
             probe_timeout: Duration::from_secs(5),
             client_info: Implementation::new("toolwright", env!("CARGO_PKG_VERSION")),
             auth: None,
+            elicit: None,
         }
     }
 }
@@ -151,12 +156,22 @@ impl Client {
     ///
     /// When the server cannot be started or reached, or shares no version with this client.
     pub async fn connect(target: Target, options: ConnectOptions) -> Result<Client, ClientError> {
-        let options = PeerOptions {
+        let elicit = options.elicit;
+        let mut options = PeerOptions {
             connect: options,
             listen: false,
             ..PeerOptions::default()
         };
-        let peer = Peer::connect(target, options, Arc::new(NoHandler)).await?;
+        let handler: Arc<dyn crate::PeerHandler> = match elicit {
+            Some(answer) => {
+                // Some servers send it on the GET stream rather than the call's own.
+                options.listen = true;
+                options.capabilities.elicitation = Some(serde_json::json!({}));
+                Arc::new(answer)
+            }
+            None => Arc::new(NoHandler),
+        };
+        let peer = Peer::connect(target, options, handler).await?;
         Ok(Client {
             server_info: peer.server_info(),
             capabilities: peer.capabilities(),

@@ -31,6 +31,7 @@
 
 pub mod auth;
 mod client;
+mod elicit;
 mod envelope;
 mod error;
 mod http;
@@ -41,6 +42,7 @@ mod validate;
 
 pub use auth::{Authorizer, BearerToken, Challenge};
 pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
+pub use elicit::ElicitAnswer;
 pub use error::{ClientError, TrustConfigError};
 pub use peer::{BoxFuture, Call, NoHandler, Peer, PeerHandler, PeerOptions, ProgressFn};
 pub use tokio_util::sync::CancellationToken;

@@ -11,7 +11,12 @@ use std::process::Command;
 
 /// The scenarios the client passes. Adding one (an `auth/*` scenario once the driver maps
 /// it) is one entry here.
-const SCENARIOS: &[&str] = &["initialize", "tools_call", "sse-retry"];
+const SCENARIOS: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "sse-retry",
+    "elicitation-sep1034-client-defaults",
+];
 
 fn suite_bin() -> Option<std::path::PathBuf> {
     let bin = repo_root().join("tests/conformance/node_modules/.bin");
