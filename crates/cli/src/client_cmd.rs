@@ -43,6 +43,8 @@ pub struct TargetArgs {
     /// legacy server; raise it for servers slow to start.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub probe_timeout: f64,
+    #[command(flatten)]
+    pub auth: crate::auth_cmd::AuthArgs,
 }
 
 /// `--era`.
