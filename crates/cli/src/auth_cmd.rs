@@ -2,14 +2,16 @@
 //!
 //! OAuth is on by default: the first 401 from the server starts MCP authorization
 //! (discovery, registration, the authorization URL printed to stderr and opened with
-//! `$BROWSER`, a loopback redirect to 127.0.0.1). `--no-oauth` lets a 401 stand.
+//! `$BROWSER`, a loopback redirect to 127.0.0.1), and tokens are cached in
+//! `$XDG_STATE_HOME/toolwright/oauth-tokens.json` (else `~/.local/state/…`), mode 0600.
+//! `--no-oauth` lets a 401 stand.
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use toolwright_client::Authorizer;
-use toolwright_client::oauth::{OAuth, OAuthOptions};
+use toolwright_client::oauth::{OAuth, OAuthOptions, default_cache_path};
 
 /// How the client authorizes itself to an HTTP server that asks.
 #[derive(Debug, Args, Clone, Default)]
@@ -34,10 +36,18 @@ pub struct AuthArgs {
     /// OAuth: print the authorization URL only; do not run $BROWSER on it.
     #[arg(long, requires = "url")]
     pub no_browser: bool,
+    /// OAuth: keep tokens only in memory; do not read or write the token cache
+    /// ($XDG_STATE_HOME/toolwright/oauth-tokens.json, mode 0600).
+    #[arg(long, requires = "url")]
+    pub no_token_cache: bool,
 }
 
 impl AuthArgs {
     /// The authorizer for an HTTP target, or `None` with `--no-oauth`.
+    #[expect(
+        dead_code,
+        reason = "handed to ConnectOptions once the transport takes an Authorizer (branch core)"
+    )]
     pub fn authorizer(&self) -> Result<Option<Arc<dyn Authorizer>>> {
         if self.no_oauth {
             return Ok(None);
@@ -55,6 +65,11 @@ impl AuthArgs {
             client_metadata_url: self.client_metadata_url.clone(),
             scope: self.scope.clone(),
             browser: !self.no_browser,
+            cache: if self.no_token_cache {
+                None
+            } else {
+                default_cache_path()
+            },
         });
         Ok(Some(oauth))
     }

@@ -57,6 +57,7 @@ async fn main() {
         client_metadata_url: std::env::var("CLIENT_METADATA_URL").ok(),
         scope: None,
         browser: true,
+        cache: std::env::var_os("OAUTH_PROBE_CACHE").map(Into::into),
     });
     for _ in 0..6 {
         let (status, www, body) = {

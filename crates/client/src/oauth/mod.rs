@@ -19,6 +19,7 @@
 //! refresh token; a 403 `insufficient_scope` asks again for the union of the scopes, at
 //! most [`MAX_STEP_UPS`] times.
 
+mod cache;
 mod discovery;
 mod fetch;
 mod pkce;
@@ -66,6 +67,17 @@ pub struct OAuthOptions {
     pub scope: Option<String>,
     /// Whether to open the authorization URL with `$BROWSER`.
     pub browser: bool,
+    /// The token cache file (see [`default_cache_path`]); `None`: tokens live only as
+    /// long as the process.
+    pub cache: Option<std::path::PathBuf>,
+}
+
+/// Where tokens are cached by default: `$XDG_STATE_HOME/toolwright/oauth-tokens.json`,
+/// else `~/.local/state/toolwright/oauth-tokens.json` (a JSON object, mode 0600, one entry
+/// per MCP endpoint and authorization server, holding the client's registration, the access
+/// and refresh tokens and the expiry).
+pub fn default_cache_path() -> Option<std::path::PathBuf> {
+    cache::default_path()
 }
 
 /// The OAuth 2.1 authorizer (see the module docs).
@@ -83,10 +95,13 @@ struct State {
     session: Option<Session>,
     step_ups: u32,
     authorizations: u32,
+    cache_read: bool,
 }
 
 #[derive(Clone)]
 struct Session {
+    endpoint: String,
+    issuer: String,
     token_endpoint: Url,
     client: Registered,
     resource: String,
@@ -138,6 +153,37 @@ impl OAuth {
                 &param("scope").unwrap_or_default(),
             ))
         } else {
+            let (mut refresh, mut session) = (refresh, session);
+            if session.is_none()
+                && let Some(e) = self.cached(&endpoint)
+            {
+                let live = e.expires_at.is_none_or(|t| cache::now() < t);
+                let sess = Session {
+                    endpoint: e.resource.clone(),
+                    issuer: e.issuer.clone(),
+                    token_endpoint: Url::parse(&e.token_endpoint)
+                        .map_err(|err| auth(format!("cached token endpoint: {err}")))?,
+                    client: Registered {
+                        id: e.client_id.clone(),
+                        secret: e.client_secret.clone(),
+                        method: e.method.clone(),
+                    },
+                    resource: e.indicator.clone(),
+                };
+                let mut s = self.state.lock();
+                s.session = Some(sess.clone());
+                s.refresh = e.refresh.clone();
+                s.scope = e.scope.clone();
+                if live {
+                    s.access = Some(e.access);
+                    s.expires = e.expires_at.map(|t| {
+                        Instant::now() + Duration::from_secs(t.saturating_sub(cache::now()))
+                    });
+                    return Ok(true);
+                }
+                refresh = e.refresh;
+                session = Some(sess);
+            }
             if let (Some(rt), Some(sess)) = (refresh, session.as_ref()) {
                 self.state.lock().refresh = None;
                 if let Ok(t) = token_request(
@@ -163,8 +209,25 @@ impl OAuth {
         Ok(true)
     }
 
+    /// The cached entry for this endpoint, looked at once per process.
+    fn cached(&self, endpoint: &Url) -> Option<cache::Entry> {
+        let path = self.options.cache.as_ref()?;
+        {
+            let mut s = self.state.lock();
+            if s.cache_read {
+                return None;
+            }
+            s.cache_read = true;
+        }
+        let e = cache::load(path, canonical_resource(endpoint).as_str())?;
+        // A cached registration is only good for the same client.
+        (self.options.client_id.is_none() || self.options.client_id.as_ref() == Some(&e.client_id))
+            .then_some(e)
+    }
+
     fn store(&self, t: Tokens, session: Option<Session>) {
         let mut s = self.state.lock();
+        s.cache_read = true;
         s.access = Some(t.access);
         if t.refresh.is_some() {
             s.refresh = t.refresh;
@@ -175,6 +238,30 @@ impl OAuth {
         }
         if session.is_some() {
             s.session = session;
+        }
+        if let (Some(path), Some(sess), Some(access)) = (&self.options.cache, &s.session, &s.access)
+        {
+            let entry = cache::Entry {
+                resource: sess.endpoint.clone(),
+                indicator: sess.resource.clone(),
+                issuer: sess.issuer.clone(),
+                token_endpoint: sess.token_endpoint.to_string(),
+                client_id: sess.client.id.clone(),
+                client_secret: sess.client.secret.clone(),
+                method: sess.client.method.clone(),
+                access: access.clone(),
+                refresh: s.refresh.clone(),
+                expires_at: s
+                    .expires
+                    .map(|e| cache::now() + e.saturating_duration_since(Instant::now()).as_secs()),
+                scope: s.scope.clone(),
+            };
+            if let Err(e) = cache::save(path, &entry) {
+                eprintln!(
+                    "toolwright: cannot cache the token in {}: {e}",
+                    path.display()
+                );
+            }
         }
     }
 
@@ -198,6 +285,7 @@ impl OAuth {
             }
             None => canonical_resource(endpoint).to_string(),
         };
+        let mut issuer_name = String::new();
         let meta = match &prm {
             Some(p) => {
                 let issuer = p
@@ -208,6 +296,7 @@ impl OAuth {
                     .ok_or_else(|| {
                         auth("the protected resource metadata names no authorization server")
                     })?;
+                issuer_name = issuer.to_owned();
                 let issuer = Url::parse(issuer).map_err(|e| auth(format!("{issuer}: {e}")))?;
                 server_metadata(&issuer)
                     .await?
@@ -215,6 +304,13 @@ impl OAuth {
             }
             None => legacy_metadata(endpoint).await?,
         };
+        if issuer_name.is_empty() {
+            issuer_name = meta
+                .get("issuer")
+                .and_then(Value::as_str)
+                .unwrap_or(endpoint.origin().ascii_serialization().as_str())
+                .to_owned();
+        }
         let endpoint_of = |k: &str| -> Result<Url, ClientError> {
             let v = meta
                 .get(k)
@@ -262,6 +358,8 @@ impl OAuth {
             .authorize(&url, &state, self.options.browser)
             .await?;
         let session = Session {
+            endpoint: canonical_resource(endpoint).to_string(),
+            issuer: issuer_name,
             token_endpoint,
             client,
             resource,
