@@ -44,10 +44,6 @@ pub struct AuthArgs {
 
 impl AuthArgs {
     /// The authorizer for an HTTP target, or `None` with `--no-oauth`.
-    #[expect(
-        dead_code,
-        reason = "handed to ConnectOptions once the transport takes an Authorizer (branch core)"
-    )]
     pub fn authorizer(&self) -> Result<Option<Arc<dyn Authorizer>>> {
         if self.no_oauth {
             return Ok(None);

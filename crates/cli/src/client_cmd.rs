@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -11,7 +12,8 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 use toolwright_client::trust::{effective_hints, needs_consent};
 use toolwright_client::{
-    Client, ClientError, ConnectOptions, EraChoice, Target, TrustConfig, check_output,
+    Authorizer, BearerToken, Client, ClientError, ConnectOptions, EraChoice, Target, TrustConfig,
+    check_output,
 };
 use toolwright_protocol::{Tool, ToolAnnotations};
 
@@ -43,6 +45,10 @@ pub struct TargetArgs {
     /// legacy server; raise it for servers slow to start.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub probe_timeout: f64,
+    /// HTTP: send `Authorization: Bearer <token>` with the token read from this
+    /// environment variable.
+    #[arg(long, value_name = "VAR", requires = "url")]
+    pub bearer_env: Option<String>,
     #[command(flatten)]
     pub auth: crate::auth_cmd::AuthArgs,
 }
@@ -85,7 +91,19 @@ impl TargetArgs {
             }
         }
         let timeout = Duration::from_secs_f64(self.timeout);
+        let auth = match &self.bearer_env {
+            None if self.url.is_some() => self.auth.authorizer()?,
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(token) if !token.trim().is_empty() => {
+                    Some(BearerToken::new(token.trim()) as Arc<dyn Authorizer>)
+                }
+                Ok(_) => bail!("--bearer-env: the variable {var} is empty"),
+                Err(_) => bail!("--bearer-env: the variable {var} is not set"),
+            },
+        };
         Ok(ConnectOptions {
+            auth,
             era: match self.era {
                 EraArg::Auto => EraChoice::Auto,
                 EraArg::Modern => EraChoice::Modern,

@@ -11,7 +11,7 @@ use toolwright_protocol::{
     CallToolResult, Implementation, ProtocolVersion, ServerCapabilities, Tool,
 };
 
-use crate::{Call, ClientError, NoHandler, Peer, PeerOptions};
+use crate::{Authorizer, Call, ClientError, NoHandler, Peer, PeerOptions};
 
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +88,7 @@ pub enum EraChoice {
 }
 
 /// How to connect.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnectOptions {
     /// Which era to speak.
     pub era: EraChoice,
@@ -98,6 +98,22 @@ pub struct ConnectOptions {
     pub probe_timeout: Duration,
     /// Who this client says it is.
     pub client_info: Implementation,
+    /// HTTP: what authorizes each request (its `Authorization` header, and what to do
+    /// when the server refuses it); `None` sends none. A fixed token is a
+    /// [`BearerToken`](crate::BearerToken).
+    pub auth: Option<Arc<dyn Authorizer>>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("era", &self.era)
+            .field("request_timeout", &self.request_timeout)
+            .field("probe_timeout", &self.probe_timeout)
+            .field("client_info", &self.client_info)
+            .field("auth", &self.auth.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 impl Default for ConnectOptions {
@@ -107,6 +123,7 @@ impl Default for ConnectOptions {
             request_timeout: Duration::from_secs(30),
             probe_timeout: Duration::from_secs(5),
             client_info: Implementation::new("toolwright", env!("CARGO_PKG_VERSION")),
+            auth: None,
         }
     }
 }

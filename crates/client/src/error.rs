@@ -73,6 +73,20 @@ pub enum ClientError {
         /// The start of the body.
         body: String,
     },
+    /// The server refused the request's credentials (HTTP 401, or 403 for too narrow a
+    /// scope), and the authorizer, if any, could not do better.
+    #[error(
+        "HTTP {status} from the server for {method}: not authorized{}",
+        auth_detail(detail)
+    )]
+    Unauthorized {
+        /// The request.
+        method: String,
+        /// 401 or 403.
+        status: u16,
+        /// What the server said: its `WWW-Authenticate` values and OAuth error, if any.
+        detail: String,
+    },
     /// The URL is not one this client can reach.
     #[error("bad URL {url:?}: {reason}")]
     BadUrl {
@@ -213,5 +227,13 @@ fn body_tail(body: &str) -> String {
         String::new()
     } else {
         format!(": {s}")
+    }
+}
+
+fn auth_detail(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
     }
 }

@@ -23,6 +23,8 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 /// Where the server is.
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
+    /// The URL as given.
+    pub url: String,
     authority: String,
     host: String,
     port: u16,
@@ -52,6 +54,7 @@ impl Endpoint {
             .trim_start_matches('[')
             .trim_end_matches(']');
         Ok(Endpoint {
+            url: url.to_owned(),
             authority: authority.as_str().to_owned(),
             host: host.to_owned(),
             port: authority.port_u16().unwrap_or(80),
@@ -84,6 +87,8 @@ pub(crate) struct Reply {
     pub text: String,
     /// The last SSE `retry` field, if the answer was a stream that set one.
     pub retry: Option<Duration>,
+    /// Every `WWW-Authenticate` header value, in order.
+    pub www_authenticate: Vec<String>,
 }
 
 /// One HTTP request to make.
@@ -170,6 +175,13 @@ pub(crate) async fn exchange(
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let www_authenticate = response
+            .headers()
+            .get_all(http::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect();
         let is_sse = response
             .headers()
             .get(CONTENT_TYPE)
@@ -198,6 +210,7 @@ pub(crate) async fn exchange(
             answer,
             text,
             retry,
+            www_authenticate,
         })
     };
     // The connection is driven here, not in a task of its own, so that dropping this

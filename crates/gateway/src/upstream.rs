@@ -116,7 +116,6 @@ fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOption
         env: Vec::new(),
         env_clear: true,
         cwd: None,
-        bearer: None,
         capabilities: relayed_capabilities(),
         listen: true,
     };
@@ -154,7 +153,7 @@ fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOption
                 let token = std::env::var(var).map_err(|_| {
                     format!("servers.{name}.bearer_env: the variable {var} is not set")
                 })?;
-                options.bearer = Some(token);
+                options.connect.auth = Some(toolwright_client::BearerToken::new(token));
             }
             Target::Http { url: url.clone() }
         }

@@ -11,6 +11,7 @@ use toolwright_protocol::headers::encode_value;
 use super::connect::{self, Backoff};
 use super::route::{Inner, Origin, RawOutcome, rpc_error};
 use super::{Call, PeerHandler};
+use crate::auth::Challenge;
 use crate::http::{Answer, Endpoint, Exchange, Reply, exchange};
 use crate::{ClientError, Era};
 
@@ -21,8 +22,8 @@ pub(super) struct HttpLink {
 
 impl Inner {
     /// The headers of a message: the era's (`MCP-Protocol-Version`, and `Mcp-Method` and
-    /// `Mcp-Name` for modern requests, `Mcp-Session-Id` for legacy ones), the bearer
-    /// token, then `extra`. Also returns the session the headers name.
+    /// `Mcp-Name` for modern requests, `Mcp-Session-Id` for legacy ones), then `extra`
+    /// (`Authorization` is added by [`Inner::send`], per attempt). Also returns the session the headers name.
     fn http_headers(
         &self,
         method: Option<&str>,
@@ -54,9 +55,6 @@ impl Inner {
                 }
             }
         }
-        if let Some(token) = &self.options.bearer {
-            headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
-        }
         headers.extend(extra.iter().cloned());
         (headers, state.session_id.clone())
     }
@@ -81,8 +79,61 @@ impl Inner {
             headers: &headers,
             rpc_method: method,
         };
-        let reply = exchange(&h.endpoint, ex, &mut |m| self.on_message(m, &origin)).await?;
+        let reply = self
+            .send(h, ex, &mut |m| self.on_message(m, &origin))
+            .await?;
         Ok((reply, session))
+    }
+
+    /// One HTTP request with the authorizer's `Authorization` header. When the server
+    /// refuses it (see [`refused`]), the authorizer sees the challenge and, when it says
+    /// the credentials changed, the request goes again: at most [`MAX_CHALLENGES`] times.
+    pub(super) async fn send(
+        &self,
+        h: &HttpLink,
+        ex: Exchange<'_>,
+        on_message: &mut (dyn FnMut(Message) + Send),
+    ) -> Result<Reply, ClientError> {
+        let auth = self.options.connect.auth.as_ref();
+        let mut challenges = 0;
+        loop {
+            let mut headers = ex.headers.to_vec();
+            if let Some(value) = auth.and_then(|a| a.authorization()) {
+                headers.push(("Authorization".to_owned(), value));
+            }
+            let attempt = Exchange {
+                method: ex.method.clone(),
+                body: ex.body,
+                id: ex.id,
+                headers: &headers,
+                rpc_method: ex.rpc_method,
+            };
+            let reply = exchange(&h.endpoint, attempt, on_message).await?;
+            let Some(auth) = auth.filter(|_| refused(&reply)) else {
+                return Ok(reply);
+            };
+            if challenges == MAX_CHALLENGES {
+                let mut err = unauthorized(ex.rpc_method, &reply);
+                if let ClientError::Unauthorized { detail, .. } = &mut err {
+                    let note = format!("still refused after {MAX_CHALLENGES} renewed credentials");
+                    *detail = if detail.is_empty() {
+                        note
+                    } else {
+                        format!("{note}; {detail}")
+                    };
+                }
+                return Err(err);
+            }
+            challenges += 1;
+            let challenge = Challenge {
+                status: reply.status,
+                www_authenticate: reply.www_authenticate.clone(),
+                url: h.endpoint.url.clone(),
+            };
+            if !auth.challenge(challenge).await? {
+                return Ok(reply);
+            }
+        }
     }
 
     /// A request over HTTP; a legacy session that expired (404) is renewed once.
@@ -112,6 +163,9 @@ impl Inner {
             && let Some(sid) = &reply.session_id
         {
             self.state.write().session_id = Some(sid.clone());
+        }
+        if reply.status == 401 || refused(&reply) {
+            return Err(unauthorized(method, &reply));
         }
         match reply.answer {
             Some(Answer::Response(r)) => Ok(r.outcome),
@@ -159,7 +213,7 @@ impl Inner {
             rpc_method: "a response",
         };
         let origin = Origin::Http(Arc::clone(&self.handler));
-        let _ = exchange(&h.endpoint, ex, &mut |m| self.on_message(m, &origin)).await;
+        let _ = self.send(h, ex, &mut |m| self.on_message(m, &origin)).await;
     }
 
     /// Deletes the legacy session, if there is one.
@@ -170,7 +224,7 @@ impl Inner {
         let (headers, _) = self.http_headers(None, None, &[]);
         let ex = Exchange::bodiless(Method::DELETE, &headers, "DELETE");
         let mut ignore = |_| {};
-        let send = exchange(&h.endpoint, ex, &mut ignore);
+        let send = self.send(h, ex, &mut ignore);
         let _ = tokio::time::timeout(Duration::from_secs(2), send).await;
     }
 }
@@ -190,7 +244,7 @@ pub(super) async fn get_stream(inner: Arc<Inner>) {
         let started = Instant::now();
         let mut on_message = |m: Message| inner.on_message(m, &origin);
         let reply = tokio::select! {
-            r = exchange(&h.endpoint, ex, &mut on_message) => r,
+            r = inner.send(h, ex, &mut on_message) => r,
             () = inner.shutdown.cancelled() => return,
         };
         let wait = match reply {
@@ -209,9 +263,59 @@ pub(super) async fn get_stream(inner: Arc<Inner>) {
     }
 }
 
+/// How many times one request is sent again after the authorizer renewed its credentials.
+const MAX_CHALLENGES: usize = 3;
+
+/// Whether the server refused the request's credentials: a 401, or a 403 whose
+/// `WWW-Authenticate` names `insufficient_scope` (a scope step-up).
+pub(super) fn refused(reply: &Reply) -> bool {
+    reply.status == 401
+        || (reply.status == 403
+            && reply
+                .www_authenticate
+                .iter()
+                .any(|v| v.contains("insufficient_scope")))
+}
+
+/// A refusal as an error someone can read: the OAuth error of the body (RFC 6750
+/// `error`, `error_description`) if it has one, and the `WWW-Authenticate` values.
+pub(super) fn unauthorized(method: &str, reply: &Reply) -> ClientError {
+    let mut parts = Vec::new();
+    if let Ok(serde_json::Value::Object(body)) = serde_json::from_str(&reply.text) {
+        let field = |k: &str| body.get(k).and_then(|v| v.as_str()).unwrap_or_default();
+        match (field("error"), field("error_description")) {
+            ("", "") => {}
+            (e, "") | ("", e) => parts.push(e.to_owned()),
+            (e, d) => parts.push(format!("{e}: {d}")),
+        }
+    }
+    if parts.is_empty() && reply.answer.is_none() && !reply.text.trim().is_empty() {
+        parts.push(reply.text.trim().to_owned());
+    }
+    parts.extend(
+        reply
+            .www_authenticate
+            .iter()
+            .map(|v| format!("WWW-Authenticate: {v}")),
+    );
+    if parts.is_empty() {
+        parts.push(
+            "the server sent no WWW-Authenticate; pass a token with --bearer-env VAR".to_owned(),
+        );
+    }
+    ClientError::Unauthorized {
+        method: method.to_owned(),
+        status: reply.status,
+        detail: parts.join("; "),
+    }
+}
+
 /// An HTTP answer without a JSON-RPC response: its JSON-RPC error if there is one (e.g. a
 /// 400 with an id-less error), else the status and the start of the body.
 fn http_error(method: &str, reply: &Reply) -> ClientError {
+    if reply.status == 401 || reply.status == 403 {
+        return unauthorized(method, reply);
+    }
     match &reply.answer {
         Some(
             Answer::Error(e)
@@ -226,3 +330,7 @@ fn http_error(method: &str, reply: &Reply) -> ClientError {
         },
     }
 }
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

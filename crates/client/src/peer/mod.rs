@@ -68,8 +68,6 @@ pub struct PeerOptions {
     pub env_clear: bool,
     /// stdio: the child's working directory.
     pub cwd: Option<PathBuf>,
-    /// HTTP: sent as `Authorization: Bearer …` on every request.
-    pub bearer: Option<String>,
     /// What this client declares upstream (sampling, elicitation, roots): in
     /// `initialize` (legacy) or in every request's `_meta` (modern).
     pub capabilities: ClientCapabilities,
@@ -86,7 +84,6 @@ impl Default for PeerOptions {
             env: Vec::new(),
             env_clear: false,
             cwd: None,
-            bearer: None,
             capabilities: ClientCapabilities::default(),
             listen: true,
         }
