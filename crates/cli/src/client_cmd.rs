@@ -49,6 +49,8 @@ pub struct TargetArgs {
     /// environment variable.
     #[arg(long, value_name = "VAR", requires = "url")]
     pub bearer_env: Option<String>,
+    #[command(flatten)]
+    pub auth: crate::auth_cmd::AuthArgs,
     /// Answer the server's elicitation requests: accept with the requested schema's
     /// defaults, decline or cancel [default: declare no elicitation].
     #[arg(long, value_enum, value_name = "HOW")]
@@ -105,6 +107,7 @@ impl TargetArgs {
         }
         let timeout = Duration::from_secs_f64(self.timeout);
         let auth = match &self.bearer_env {
+            None if self.url.is_some() => self.auth.authorizer()?,
             None => None,
             Some(var) => match std::env::var(var) {
                 Ok(token) if !token.trim().is_empty() => {

@@ -4,6 +4,7 @@
 //! report them); 2 usage or I/O error. A broken pipe on stdout exits 0.
 
 mod args;
+mod auth_cmd;
 mod client_cmd;
 mod commands;
 mod lint_cmd;

@@ -136,6 +136,13 @@ pub enum ClientError {
         /// What is wrong.
         source: Box<ParamHeaderError>,
     },
+    /// Authorization (OAuth discovery, registration, the authorization code, a token)
+    /// failed.
+    #[error("authorization failed: {reason}")]
+    Auth {
+        /// What went wrong.
+        reason: String,
+    },
     /// The trust configuration could not be read.
     #[error("trust configuration {path}: {source}")]
     TrustConfig {

@@ -25,6 +25,8 @@
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
 //!   over hyper (plain `http://`; no TLS);
 //! - [`auth`]: [`Authorizer`], what puts `Authorization` on HTTP requests and renews it;
+//! - [`oauth`]: [`oauth::OAuth`], the OAuth 2.1 authorizer (discovery, registration,
+//!   PKCE through a loopback redirect, refresh, step-up);
 //! - [`trust`]: the trust configuration and what it changes;
 //! - `validate.rs`: [`check_output`];
 //! - `error.rs`: [`ClientError`], and [`TrustConfigError`] which it may carry.
@@ -35,6 +37,7 @@ mod elicit;
 mod envelope;
 mod error;
 mod http;
+pub mod oauth;
 mod peer;
 mod sse;
 pub mod trust;

@@ -8,6 +8,7 @@ mod util;
 mod cli;
 mod client;
 mod conformance;
+mod conformance_auth;
 mod conformance_client;
 mod declared;
 mod declared_examples;

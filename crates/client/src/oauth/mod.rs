@@ -1,0 +1,628 @@
+//! An OAuth 2.1 [`Authorizer`]: MCP authorization as the 2025-11-25 spec describes it,
+//! with the 2025-03-26 fallbacks.
+//!
+//! On a 401 it finds the protected resource metadata (RFC 9728: the challenge's
+//! `resource_metadata`, else the path-based then the root well-known URL), checks that its
+//! `resource` names this endpoint, and reads the first authorization server's metadata
+//! (RFC 8414, then OpenID Connect Discovery, in the spec's order). A server with no
+//! resource metadata is taken as a 2025-03-26 one: its own origin is the authorization
+//! server, with `/authorize`, `/token` and `/register` when it has no metadata either.
+//!
+//! The client is pre-registered ([`OAuthOptions::client_id`]), or named by a client ID
+//! metadata document URL when the server advertises `client_id_metadata_document_supported`,
+//! or registered dynamically (RFC 7591). The code comes back through a loopback redirect
+//! (the URL printed to stderr, opened with `$BROWSER` when set); PKCE S256 is required
+//! (a server whose metadata does not list it is refused), `state` is checked, and
+//! `resource` (RFC 8707) is sent with every authorization and token request. The token
+//! endpoint is authenticated as the server advertises (`client_secret_basic`,
+//! `client_secret_post` or `none`). A refused token is refreshed once when there is a
+//! refresh token; a 403 `insufficient_scope` asks again for the union of the scopes, at
+//! most [`MAX_STEP_UPS`] times.
+
+mod cache;
+mod discovery;
+mod fetch;
+mod pkce;
+mod redirect;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use url::Url;
+
+use crate::ClientError;
+use crate::auth::{Authorizer, Challenge};
+use crate::peer::BoxFuture;
+
+use discovery::{
+    authorization_server_metadata_urls, bearer_challenge, canonical_resource, choose_scope,
+    resource_matches, resource_metadata_urls, union_scopes,
+};
+
+/// How many times a 403 `insufficient_scope` may send the user back to authorize.
+pub const MAX_STEP_UPS: u32 = 2;
+
+/// How many full authorizations a run of 401s may start.
+const MAX_AUTHORIZATIONS: u32 = 3;
+
+fn auth(reason: impl Into<String>) -> ClientError {
+    ClientError::Auth {
+        reason: reason.into(),
+    }
+}
+
+/// How the client is identified and what it asks for.
+#[derive(Debug, Clone, Default)]
+pub struct OAuthOptions {
+    /// A pre-registered client ID.
+    pub client_id: Option<String>,
+    /// Its secret, if it is a confidential client.
+    pub client_secret: Option<String>,
+    /// An HTTPS URL of a client ID metadata document, used as the client ID where the
+    /// authorization server supports such documents.
+    pub client_metadata_url: Option<String>,
+    /// The scope to ask for, overriding the server's.
+    pub scope: Option<String>,
+    /// Whether to open the authorization URL with `$BROWSER`.
+    pub browser: bool,
+    /// The token cache file (see [`default_cache_path`]); `None`: tokens live only as
+    /// long as the process.
+    pub cache: Option<std::path::PathBuf>,
+}
+
+/// Where tokens are cached by default: `$XDG_STATE_HOME/toolwright/oauth-tokens.json`,
+/// else `~/.local/state/toolwright/oauth-tokens.json` (a JSON object, mode 0600, one entry
+/// per MCP endpoint and authorization server, holding the client's registration, the access
+/// and refresh tokens and the expiry).
+pub fn default_cache_path() -> Option<std::path::PathBuf> {
+    cache::default_path()
+}
+
+/// The OAuth 2.1 authorizer (see the module docs).
+pub struct OAuth {
+    options: OAuthOptions,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    access: Option<String>,
+    refresh: Option<String>,
+    expires: Option<Instant>,
+    scope: Option<String>,
+    session: Option<Session>,
+    step_ups: u32,
+    authorizations: u32,
+    cache_read: bool,
+}
+
+#[derive(Clone)]
+struct Session {
+    endpoint: String,
+    issuer: String,
+    token_endpoint: Url,
+    client: Registered,
+    resource: String,
+}
+
+#[derive(Clone, Debug)]
+struct Registered {
+    id: String,
+    secret: Option<String>,
+    method: String,
+}
+
+struct Tokens {
+    access: String,
+    refresh: Option<String>,
+    expires: Option<Instant>,
+    scope: Option<String>,
+}
+
+impl OAuth {
+    /// An authorizer with no token yet: the first 401 starts the flow.
+    pub fn new(options: OAuthOptions) -> std::sync::Arc<OAuth> {
+        std::sync::Arc::new(OAuth {
+            options,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    async fn handle(&self, ch: Challenge) -> Result<bool, ClientError> {
+        let bearer = bearer_challenge(&ch.www_authenticate);
+        let param = |k: &str| bearer.as_ref().and_then(|b| b.get(k)).map(str::to_owned);
+        let endpoint = Url::parse(&ch.url).map_err(|e| auth(format!("{}: {e}", ch.url)))?;
+        let (had_scope, refresh, session) = {
+            let s = self.state.lock();
+            (s.scope.clone(), s.refresh.clone(), s.session.clone())
+        };
+        let scope = if ch.status == 403 {
+            if param("error").as_deref() != Some("insufficient_scope") {
+                return Ok(false);
+            }
+            let mut s = self.state.lock();
+            s.step_ups += 1;
+            if s.step_ups > MAX_STEP_UPS {
+                return Ok(false);
+            }
+            drop(s);
+            Some(union_scopes(
+                had_scope.as_deref(),
+                &param("scope").unwrap_or_default(),
+            ))
+        } else {
+            let (mut refresh, mut session) = (refresh, session);
+            if session.is_none()
+                && let Some(e) = self.cached(&endpoint)
+            {
+                let live = e.expires_at.is_none_or(|t| cache::now() < t);
+                let sess = Session {
+                    endpoint: e.resource.clone(),
+                    issuer: e.issuer.clone(),
+                    token_endpoint: Url::parse(&e.token_endpoint)
+                        .map_err(|err| auth(format!("cached token endpoint: {err}")))?,
+                    client: Registered {
+                        id: e.client_id.clone(),
+                        secret: e.client_secret.clone(),
+                        method: e.method.clone(),
+                    },
+                    resource: e.indicator.clone(),
+                };
+                let mut s = self.state.lock();
+                s.session = Some(sess.clone());
+                s.refresh = e.refresh.clone();
+                s.scope = e.scope.clone();
+                if live {
+                    s.access = Some(e.access);
+                    s.expires = e.expires_at.map(|t| {
+                        Instant::now() + Duration::from_secs(t.saturating_sub(cache::now()))
+                    });
+                    return Ok(true);
+                }
+                refresh = e.refresh;
+                session = Some(sess);
+            }
+            if let (Some(rt), Some(sess)) = (refresh, session.as_ref()) {
+                self.state.lock().refresh = None;
+                if let Ok(t) = token_request(
+                    sess,
+                    &[("grant_type", "refresh_token"), ("refresh_token", &rt)],
+                )
+                .await
+                {
+                    self.store(t, session);
+                    return Ok(true);
+                }
+            }
+            let mut s = self.state.lock();
+            s.authorizations += 1;
+            if s.authorizations > MAX_AUTHORIZATIONS {
+                return Ok(false);
+            }
+            drop(s);
+            param("scope")
+        };
+        self.authorize(&endpoint, param("resource_metadata"), scope)
+            .await?;
+        Ok(true)
+    }
+
+    /// The cached entry for this endpoint, looked at once per process.
+    fn cached(&self, endpoint: &Url) -> Option<cache::Entry> {
+        let path = self.options.cache.as_ref()?;
+        {
+            let mut s = self.state.lock();
+            if s.cache_read {
+                return None;
+            }
+            s.cache_read = true;
+        }
+        let e = cache::load(path, canonical_resource(endpoint).as_str())?;
+        // A cached registration is only good for the same client.
+        (self.options.client_id.is_none() || self.options.client_id.as_ref() == Some(&e.client_id))
+            .then_some(e)
+    }
+
+    fn store(&self, t: Tokens, session: Option<Session>) {
+        let mut s = self.state.lock();
+        s.cache_read = true;
+        s.access = Some(t.access);
+        if t.refresh.is_some() {
+            s.refresh = t.refresh;
+        }
+        s.expires = t.expires;
+        if t.scope.is_some() {
+            s.scope = t.scope;
+        }
+        if session.is_some() {
+            s.session = session;
+        }
+        if let (Some(path), Some(sess), Some(access)) = (&self.options.cache, &s.session, &s.access)
+        {
+            let entry = cache::Entry {
+                resource: sess.endpoint.clone(),
+                indicator: sess.resource.clone(),
+                issuer: sess.issuer.clone(),
+                token_endpoint: sess.token_endpoint.to_string(),
+                client_id: sess.client.id.clone(),
+                client_secret: sess.client.secret.clone(),
+                method: sess.client.method.clone(),
+                access: access.clone(),
+                refresh: s.refresh.clone(),
+                expires_at: s
+                    .expires
+                    .map(|e| cache::now() + e.saturating_duration_since(Instant::now()).as_secs()),
+                scope: s.scope.clone(),
+            };
+            if let Err(e) = cache::save(path, &entry) {
+                eprintln!(
+                    "toolwright: cannot cache the token in {}: {e}",
+                    path.display()
+                );
+            }
+        }
+    }
+
+    async fn authorize(
+        &self,
+        endpoint: &Url,
+        resource_metadata: Option<String>,
+        challenge_scope: Option<String>,
+    ) -> Result<(), ClientError> {
+        let prm = protected_resource_metadata(endpoint, resource_metadata.as_deref()).await?;
+        let resource = match prm
+            .as_ref()
+            .and_then(|p| p.get("resource"))
+            .and_then(Value::as_str)
+        {
+            Some(r) if resource_matches(r, endpoint) => r.to_owned(),
+            Some(r) => {
+                return Err(auth(format!(
+                    "the protected resource metadata names {r:?}, not {endpoint}"
+                )));
+            }
+            None => canonical_resource(endpoint).to_string(),
+        };
+        let mut issuer_name = String::new();
+        let meta = match &prm {
+            Some(p) => {
+                let issuer = p
+                    .get("authorization_servers")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.first())
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        auth("the protected resource metadata names no authorization server")
+                    })?;
+                issuer_name = issuer.to_owned();
+                let issuer = Url::parse(issuer).map_err(|e| auth(format!("{issuer}: {e}")))?;
+                server_metadata(&issuer)
+                    .await?
+                    .ok_or_else(|| auth(format!("no authorization server metadata for {issuer}")))?
+            }
+            None => legacy_metadata(endpoint).await?,
+        };
+        if issuer_name.is_empty() {
+            issuer_name = meta
+                .get("issuer")
+                .and_then(Value::as_str)
+                .unwrap_or(endpoint.origin().ascii_serialization().as_str())
+                .to_owned();
+        }
+        let endpoint_of = |k: &str| -> Result<Url, ClientError> {
+            let v = meta
+                .get(k)
+                .and_then(Value::as_str)
+                .ok_or_else(|| auth(format!("the authorization server metadata has no {k}")))?;
+            Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))
+        };
+        let methods = meta
+            .get("code_challenge_methods_supported")
+            .and_then(Value::as_array);
+        if !methods.is_some_and(|m| m.iter().any(|v| v == "S256")) {
+            return Err(auth(
+                "the authorization server does not advertise PKCE S256 (code_challenge_methods_supported); refusing to go on",
+            ));
+        }
+        let authorization_endpoint = endpoint_of("authorization_endpoint")?;
+        let token_endpoint = endpoint_of("token_endpoint")?;
+        let scope = self
+            .options
+            .scope
+            .clone()
+            .or_else(|| choose_scope(challenge_scope.as_deref(), prm.as_ref()));
+        let loopback = redirect::Loopback::bind().await?;
+        let client = self
+            .client(&meta, &loopback.redirect_uri, scope.as_deref())
+            .await?;
+        let pkce = pkce::Pkce::new();
+        let state = pkce::random_token();
+        let mut url = authorization_endpoint;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &client.id)
+                .append_pair("redirect_uri", &loopback.redirect_uri)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state)
+                .append_pair("resource", &resource);
+            if let Some(s) = &scope {
+                q.append_pair("scope", s);
+            }
+        }
+        let redirect_uri = loopback.redirect_uri.clone();
+        let code = loopback
+            .authorize(&url, &state, self.options.browser)
+            .await?;
+        let session = Session {
+            endpoint: canonical_resource(endpoint).to_string(),
+            issuer: issuer_name,
+            token_endpoint,
+            client,
+            resource,
+        };
+        let tokens = token_request(
+            &session,
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", &redirect_uri),
+                ("code_verifier", &pkce.verifier),
+            ],
+        )
+        .await?;
+        let mut tokens = tokens;
+        if tokens.scope.is_none() {
+            tokens.scope = scope;
+        }
+        self.store(tokens, Some(session));
+        Ok(())
+    }
+
+    async fn client(
+        &self,
+        meta: &Value,
+        redirect_uri: &str,
+        scope: Option<&str>,
+    ) -> Result<Registered, ClientError> {
+        let supported: Vec<&str> = meta
+            .get("token_endpoint_auth_methods_supported")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_else(|| vec!["client_secret_basic"]);
+        if let Some(id) = &self.options.client_id {
+            let secret = self.options.client_secret.clone();
+            let method = secret_method(secret.is_some(), &supported);
+            return Ok(Registered {
+                id: id.clone(),
+                secret,
+                method,
+            });
+        }
+        if let Some(doc) = &self.options.client_metadata_url
+            && meta.get("client_id_metadata_document_supported") == Some(&Value::Bool(true))
+        {
+            return Ok(Registered {
+                id: doc.clone(),
+                secret: None,
+                method: "none".into(),
+            });
+        }
+        let Some(reg) = meta.get("registration_endpoint").and_then(Value::as_str) else {
+            return Err(auth(
+                "the authorization server supports neither dynamic registration nor this client's metadata document: give --client-id",
+            ));
+        };
+        let reg =
+            Url::parse(reg).map_err(|e| auth(format!("registration_endpoint {reg:?}: {e}")))?;
+        let wanted = secret_method(true, &supported);
+        let mut body = json!({
+            "client_name": "toolwright",
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": wanted,
+        });
+        if let Some(s) = scope {
+            body["scope"] = json!(s);
+        }
+        let answer = fetch::post_json(&reg, &body).await?;
+        let doc = answer
+            .json
+            .filter(|_| (200..300).contains(&answer.status))
+            .ok_or_else(|| {
+                auth(format!(
+                    "dynamic registration at {reg} answered HTTP {}",
+                    answer.status
+                ))
+            })?;
+        let id = doc
+            .get("client_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| auth("the registration response has no client_id"))?;
+        let secret = doc
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let method = doc
+            .get("token_endpoint_auth_method")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| secret_method(secret.is_some(), &supported));
+        Ok(Registered {
+            id: id.to_owned(),
+            secret,
+            method,
+        })
+    }
+}
+
+/// The token endpoint authentication to use: with a secret, `client_secret_basic` if the
+/// server takes it, else `client_secret_post`; `none` otherwise.
+fn secret_method(has_secret: bool, supported: &[&str]) -> String {
+    if has_secret {
+        for m in ["client_secret_basic", "client_secret_post"] {
+            if supported.contains(&m) {
+                return m.into();
+            }
+        }
+    }
+    if supported.contains(&"none") || !has_secret {
+        "none".into()
+    } else {
+        "client_secret_basic".into()
+    }
+}
+
+async fn token_request(session: &Session, params: &[(&str, &str)]) -> Result<Tokens, ClientError> {
+    let c = &session.client;
+    let mut headers = Vec::new();
+    let form = {
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.extend_pairs(params.iter().copied());
+        form.append_pair("resource", &session.resource);
+        match (c.method.as_str(), &c.secret) {
+            ("client_secret_basic", Some(secret)) => {
+                let enc = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let pair = format!("{}:{}", enc(&c.id), enc(secret));
+                headers.push((
+                    "authorization",
+                    format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(pair)
+                    ),
+                ));
+            }
+            ("client_secret_post", Some(secret)) => {
+                form.append_pair("client_id", &c.id);
+                form.append_pair("client_secret", secret);
+            }
+            _ => {
+                form.append_pair("client_id", &c.id);
+            }
+        }
+        form.finish()
+    };
+    let answer = fetch::post_form(&session.token_endpoint, form, headers).await?;
+    let doc = answer.json.unwrap_or(Value::Null);
+    if answer.status != 200 {
+        let what = doc
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("no error code");
+        return Err(auth(format!(
+            "the token endpoint answered HTTP {} ({what})",
+            answer.status
+        )));
+    }
+    let access = doc
+        .get("access_token")
+        .and_then(Value::as_str)
+        .ok_or_else(|| auth("the token response has no access_token"))?;
+    Ok(Tokens {
+        access: access.to_owned(),
+        refresh: doc
+            .get("refresh_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        expires: doc
+            .get("expires_in")
+            .and_then(Value::as_u64)
+            .map(|s| Instant::now() + Duration::from_secs(s)),
+        scope: doc.get("scope").and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
+/// The first protected resource metadata found, or `None` when there is none (a
+/// 2025-03-26 server).
+async fn protected_resource_metadata(
+    endpoint: &Url,
+    advertised: Option<&str>,
+) -> Result<Option<Value>, ClientError> {
+    let mut urls = Vec::new();
+    if let Some(a) = advertised {
+        urls.push(Url::parse(a).map_err(|e| auth(format!("resource_metadata {a:?}: {e}")))?);
+    } else {
+        urls = resource_metadata_urls(endpoint);
+    }
+    for u in urls {
+        let a = fetch::get_json(&u).await?;
+        if a.status == 200
+            && let Some(doc) = a.json.filter(Value::is_object)
+        {
+            return Ok(Some(doc));
+        }
+    }
+    Ok(None)
+}
+
+async fn server_metadata(issuer: &Url) -> Result<Option<Value>, ClientError> {
+    for u in authorization_server_metadata_urls(issuer) {
+        let a = fetch::get_json(&u).await?;
+        if a.status == 200
+            && let Some(doc) = a.json.filter(Value::is_object)
+        {
+            return Ok(Some(doc));
+        }
+    }
+    Ok(None)
+}
+
+/// 2025-03-26: the authorization server is the MCP server's origin; without metadata,
+/// its default endpoints (and S256, which that revision requires).
+async fn legacy_metadata(endpoint: &Url) -> Result<Value, ClientError> {
+    let mut base = endpoint.clone();
+    base.set_path("/");
+    base.set_query(None);
+    base.set_fragment(None);
+    if let Some(doc) = server_metadata(&base).await? {
+        return Ok(doc);
+    }
+    let at = |p: &str| base.join(p).map(String::from).unwrap_or_default();
+    Ok(json!({
+        "authorization_endpoint": at("/authorize"),
+        "token_endpoint": at("/token"),
+        "registration_endpoint": at("/register"),
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+    }))
+}
+
+impl Authorizer for OAuth {
+    fn authorization(&self) -> Option<String> {
+        let s = self.state.lock();
+        let live = s.expires.is_none_or(|e| Instant::now() < e);
+        s.access
+            .as_ref()
+            .filter(|_| live)
+            .map(|t| format!("Bearer {t}"))
+    }
+
+    fn challenge(&self, challenge: Challenge) -> BoxFuture<'_, Result<bool, ClientError>> {
+        Box::pin(self.handle(challenge))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_endpoint_auth_follows_the_server() {
+        assert_eq!(
+            secret_method(true, &["client_secret_basic", "none"]),
+            "client_secret_basic"
+        );
+        assert_eq!(
+            secret_method(true, &["client_secret_post"]),
+            "client_secret_post"
+        );
+        assert_eq!(secret_method(true, &["none"]), "none");
+        assert_eq!(secret_method(false, &["client_secret_basic"]), "none");
+    }
+}

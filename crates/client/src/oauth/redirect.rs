@@ -1,0 +1,171 @@
+//! The loopback redirect (RFC 8252 §7.3): a listener on 127.0.0.1 at a port the OS picks,
+//! the authorization URL printed to stderr and opened with `$BROWSER` when set, and the
+//! one redirect that brings the code back.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use url::Url;
+
+use super::auth;
+use crate::ClientError;
+
+/// How long the user has to finish in the browser.
+const WAIT: Duration = Duration::from_secs(300);
+
+/// A bound listener and the redirect URI that reaches it.
+pub(crate) struct Loopback {
+    listener: TcpListener,
+    pub redirect_uri: String,
+}
+
+impl Loopback {
+    pub async fn bind() -> Result<Loopback, ClientError> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| auth(format!("cannot listen on 127.0.0.1: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| auth(e.to_string()))?
+            .port();
+        Ok(Loopback {
+            listener,
+            redirect_uri: format!("http://127.0.0.1:{port}/callback"),
+        })
+    }
+
+    /// Shows the URL (stderr; `$BROWSER` as a program, never through a shell, unless
+    /// `browser` is false), then waits for the redirect and returns its `code`, having
+    /// checked `state`.
+    pub async fn authorize(
+        self,
+        url: &Url,
+        state: &str,
+        browser: bool,
+    ) -> Result<String, ClientError> {
+        eprintln!("toolwright: open this URL to authorize:\n  {url}");
+        if browser
+            && let Some(program) = std::env::var_os("BROWSER").filter(|p| !p.is_empty())
+            && let Err(e) = tokio::process::Command::new(&program)
+                .arg(url.as_str())
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .kill_on_drop(false)
+                .spawn()
+        {
+            eprintln!("toolwright: cannot run $BROWSER ({program:?}): {e}");
+        }
+        tokio::time::timeout(WAIT, self.receive(state))
+            .await
+            .map_err(|_| auth(format!("no redirect within {} s", WAIT.as_secs())))?
+    }
+
+    async fn receive(self, state: &str) -> Result<String, ClientError> {
+        loop {
+            let (mut sock, _) = self
+                .listener
+                .accept()
+                .await
+                .map_err(|e| auth(e.to_string()))?;
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 2048];
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+                match sock.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&buf);
+            let target = head
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("GET "))
+                .and_then(|l| l.split(' ').next())
+                .unwrap_or("");
+            let outcome = callback(target, state);
+            let (status, text) = match &outcome {
+                Some(Ok(_)) => ("200 OK", "Authorized; you may close this window."),
+                Some(Err(_)) => ("400 Bad Request", "Authorization failed; see the terminal."),
+                None => ("404 Not Found", "Not the callback."),
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = sock.write_all(reply.as_bytes()).await;
+            let _ = sock.shutdown().await;
+            if let Some(result) = outcome {
+                return result;
+            }
+        }
+    }
+}
+
+/// What a request target on the listener says: `None` when it is not `/callback`.
+pub(crate) fn callback(target: &str, state: &str) -> Option<Result<String, ClientError>> {
+    let url = Url::parse(&format!("http://127.0.0.1{target}")).ok()?;
+    if url.path() != "/callback" {
+        return None;
+    }
+    let get = |k: &str| {
+        url.query_pairs()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.into_owned())
+    };
+    if let Some(err) = get("error") {
+        let desc = get("error_description").unwrap_or_default();
+        return Some(Err(auth(format!("{err} {desc}").trim().to_owned())));
+    }
+    if get("state").as_deref() != Some(state) {
+        return Some(Err(auth(
+            "the redirect's state does not match the request's",
+        )));
+    }
+    Some(get("code").ok_or_else(|| auth("the redirect has no code")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callback_checks_state_and_takes_the_code() {
+        assert_eq!(
+            callback("/callback?code=c1&state=s1", "s1")
+                .unwrap()
+                .unwrap(),
+            "c1"
+        );
+        assert!(
+            callback("/callback?code=c1&state=other", "s1")
+                .unwrap()
+                .is_err()
+        );
+        assert!(callback("/callback?code=c1", "s1").unwrap().is_err());
+        assert!(
+            callback("/callback?error=access_denied&state=s1", "s1")
+                .unwrap()
+                .is_err()
+        );
+        assert!(callback("/favicon.ico", "s1").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_real_redirect_brings_the_code_back() {
+        let lb = Loopback::bind().await.unwrap();
+        let uri = Url::parse(&lb.redirect_uri).unwrap();
+        let port = uri.port().unwrap();
+        let wait = tokio::spawn(async move { lb.receive("st").await });
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        s.write_all(b"GET /callback?code=abc&state=st HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"));
+        assert_eq!(wait.await.unwrap().unwrap(), "abc");
+    }
+}
