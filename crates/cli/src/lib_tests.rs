@@ -53,3 +53,14 @@ fn the_readme_names_the_registry_entry() {
     let line = format!("mcp-name: {}", registry["name"].as_str().unwrap());
     assert!(CRATE_README.lines().any(|l| l == line), "{line} missing");
 }
+
+#[test]
+fn the_registry_entry_names_this_crate_and_version() {
+    let registry: Value = serde_json::from_str(include_str!("../../../server.json")).unwrap();
+    assert_eq!(registry["version"], env!("CARGO_PKG_VERSION"));
+    let package = &registry["packages"][0];
+    assert_eq!(package["registryType"], "cargo");
+    assert_eq!(package["identifier"], env!("CARGO_PKG_NAME"));
+    assert_eq!(package["version"], env!("CARGO_PKG_VERSION"));
+    assert!(registry["description"].as_str().unwrap().len() <= 100);
+}
