@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the release `toolwright` binary the way it ships, and prints its path.
+# Builds the `toolwright` binary the way it ships (profile `dist`), and prints its path.
 #
 #   scripts/build-release.sh            # build; the last line of stdout is the binary's path
 #   scripts/build-release.sh --path     # print the path only (no build)
@@ -9,20 +9,20 @@
 # about 0.45 ms off spawn-to-first-answer here (loadgen cold-start, 3 × 40 spawns: 2.23–2.39
 # → 1.69–1.86 ms median). It stays position-independent (ASLR). rustc applies crt-static to
 # proc macros too unless the target is named, so the build names it and lands in
-# target/<triple>/release. Elsewhere, or with TOOLWRIGHT_DYNAMIC=1, it is a plain
-# `cargo build --release` in target/release.
+# target/<triple>/dist. Elsewhere, or with TOOLWRIGHT_DYNAMIC=1, it is a plain
+# `cargo build --profile dist` in target/dist (the `dist` profile: fat LTO, one codegen unit).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 host="$(rustc -vV | sed -n 's/^host: //p')"
 
-args=(build --release --locked -p toolwright)
+args=(build --profile dist --locked -p toolwright)
 if [ "$host" = x86_64-unknown-linux-gnu ] && [ "${TOOLWRIGHT_DYNAMIC:-0}" = 0 ]; then
   export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
   args+=(--target "$host")
-  bin="$target_dir/$host/release/toolwright"
+  bin="$target_dir/$host/dist/toolwright"
 else
-  bin="$target_dir/release/toolwright"
+  bin="$target_dir/dist/toolwright"
 fi
 
 if [ "${1:-}" != --path ]; then

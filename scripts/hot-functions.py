@@ -6,7 +6,7 @@
 
 By default it profiles both release builds that exist: the shipped one
 (scripts/build-release.sh, static-pie on x86_64 glibc Linux; section `shipped`) and a plain
-`cargo build --release` (section `plain`). Their mangled names differ (the build flags
+`cargo build --profile dist` (section `plain`). Their mangled names differ (the build flags
 enter the symbol hashes), so the file has one section of names per build, the shipped
 build's first. A section whose binary is not profiled is kept as it is.
 
@@ -257,7 +257,7 @@ def shipped_binary():
 
 def plain_binary():
     return os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"),
-                        "release", "toolwright")
+                        "dist", "toolwright")
 
 
 def label_of(binary):

@@ -6,6 +6,8 @@
 #   scripts/static-checks.sh clippy           #   cargo clippy, every target, warnings denied
 #   scripts/static-checks.sh doc              #   cargo doc, rustdoc warnings denied
 #   scripts/static-checks.sh deny             #   cargo deny (deny.toml), installing it if needed
+#   scripts/static-checks.sh package          #   cargo package of every published crate, unverified,
+#                                             #   and what each package holds
 #
 # scripts/test.sh runs them all before the test suite, so that a style slip fails in
 # minutes, not after the long test run. Names can be combined (`fmt doc`).
@@ -29,6 +31,35 @@ run_clippy() {
 run_doc() {
   log "cargo doc --workspace --no-deps --locked (RUSTDOCFLAGS=-D warnings)"
   RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings" cargo doc --workspace --no-deps --locked
+}
+
+# Every crate but the fuzz bodies is published. The packages are made without the verifying
+# build (a fresh build of every crate: `cargo publish --workspace --dry-run` does that, slowly);
+# each one's file list must hold its manifest, README and library root, and its manifest the
+# metadata crates.io shows.
+run_package() {
+  log "cargo package --workspace --exclude toolwright-fuzzing --no-verify --locked"
+  cargo package --workspace --exclude toolwright-fuzzing --no-verify --locked --quiet
+  local m name dir list
+  for m in crates/*/Cargo.toml; do
+    dir="${m%/Cargo.toml}"
+    name="$(sed -n 's/^name = "\(.*\)"/\1/p' "$m" | head -1)"
+    [ "$name" = toolwright-fuzzing ] && continue
+    if grep -q '^publish = false' "$m"; then
+      echo "static-checks.sh: $name is publish = false" >&2; return 1
+    fi
+    list="$(cargo package -p "$name" --list --locked --allow-dirty 2>/dev/null)"
+    for f in Cargo.toml README.md src/lib.rs; do
+      if ! grep -qx "$f" <<<"$list"; then
+        echo "static-checks.sh: the $name package lacks $f" >&2; return 1
+      fi
+    done
+    for key in description repository homepage documentation readme license keywords categories; do
+      if ! grep -q "^$key" "$m"; then
+        echo "static-checks.sh: $dir/Cargo.toml has no $key" >&2; return 1
+      fi
+    done
+  done
 }
 
 run_deny() {
@@ -63,13 +94,13 @@ run_deny() {
 }
 
 checks=("$@")
-[ ${#checks[@]} -gt 0 ] || checks=(fmt clippy doc deny)
+[ ${#checks[@]} -gt 0 ] || checks=(fmt clippy doc deny package)
 for c in "${checks[@]}"; do
   case "$c" in
-    fmt|clippy|doc|deny)
+    fmt|clippy|doc|deny|package)
       start=$SECONDS note=""
       "run_$c"
       printf '== %s passed (%d s%s)\n' "$c" $((SECONDS - start)) "$note" ;;
-    *) echo "static-checks.sh: unknown check '$c' (fmt, clippy, doc, deny)" >&2; exit 2 ;;
+    *) echo "static-checks.sh: unknown check '$c' (fmt, clippy, doc, deny, package)" >&2; exit 2 ;;
   esac
 done

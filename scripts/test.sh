@@ -27,9 +27,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-# Pinned npm projects: the TypeScript SDK clients (1.32.2 and 2.4), the reference servers (peers), and the
+# Pinned npm projects: the TypeScript SDK clients (1.32.2 and 2.4), the reference servers (peers), the
+# MCP Bundle CLI (packaging/mcpb, for scripts/bundle.sh), and the
 # official conformance suite (which `npm ci` cannot install: see tests/conformance).
-for dir in tests/node tests/peers; do
+for dir in tests/node tests/peers packaging/mcpb; do
   if [ -f "$dir/package-lock.json" ]; then
     log "npm ci in $dir"
     npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
@@ -53,6 +54,9 @@ done
 
 log "cargo test --workspace"
 cargo test --workspace --locked
+
+log "MCP Bundle from the debug binary (scripts/test-bundle.sh)"
+scripts/test-bundle.sh
 
 log "benchmark harness smoke run"
 "$root/bench/run" --smoke
