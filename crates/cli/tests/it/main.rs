@@ -7,6 +7,7 @@ mod util;
 
 mod cli;
 mod client;
+mod client_roots;
 mod conformance;
 mod declared;
 mod declared_examples;
