@@ -6,6 +6,7 @@
 mod util;
 
 mod cli;
+mod cli_forms;
 mod client;
 mod client_roots;
 mod conformance;
@@ -13,6 +14,7 @@ mod declared;
 mod declared_examples;
 mod declared_safety;
 mod declared_shape;
+mod exit_codes;
 mod gateway;
 mod gateway_config;
 mod help_and_errors;
