@@ -1,47 +1,102 @@
-//! Command-line arguments.
+//! Command-line arguments, and the check that each option given applies to what runs.
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// toolwright: an MCP tool server and toolkit.
 #[derive(Debug, Parser)]
-#[command(name = "toolwright", version, about, long_about = None)]
-#[command(after_help = "Exit codes: 0 success, 1 tool failure or findings, 2 usage or I/O error.")]
+#[command(name = "toolwright", version, about = "toolwright: an MCP tool server and toolkit", long_about = None)]
+#[command(after_help = EXIT_CODES)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The exit codes, as every help shows them.
+pub const EXIT_CODES: &str = "Exit codes: 0 success; 1 findings (lint), a tool that failed (an \
+    isError result, an error reply, or a result that breaks the tool's outputSchema) or nothing \
+    to accept (trust accept); 2 usage, I/O or connection error. A closed stdout (a broken pipe) \
+    exits 0.";
+
 /// The subcommands. Each one's arguments are built only when it runs (`defer`): building
 /// every subcommand's arguments took a third of a millisecond of `serve`'s start-up.
+///
+/// A variant's doc comment is its subcommand's summary in `--help`; the argument structs
+/// have none of their own (a struct's doc comment would replace it).
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {
     /// Serve the built-in tools and declared ones (--config) over MCP (stdio, or --http).
     Serve(ServeArgs),
-    /// Print the built-in tool definitions.
+    /// Print the tool definitions: the built-in tools, and declared ones (--config).
     Tools(ToolsArgs),
-    /// Run one tool in-process, built-in or declared with --config (or, with --server/--url,
-    /// a tool of any MCP server) and print its result.
+    /// Run one tool and print its result: in-process (built-in, or declared with --config), or
+    /// a tool of any MCP server (`-- CMD ARGS...` or --url).
     Call(CallArgs),
     /// Lint tool definitions: files, or the tools/list of any MCP server.
     Lint(crate::lint_cmd::LintArgs),
-    /// List the tools of any MCP server (a stdio command or an HTTP URL).
+    /// List the tools of any MCP server (`-- CMD ARGS...` for stdio, or --url).
     List(crate::client_cmd::ListArgs),
     /// The pinned definitions of upstream servers' tools: list them, accept changed ones.
     Trust(crate::trust_cmd::TrustArgs),
 }
 
-/// Settings shared by every command that builds a server.
+// Which tools there are (`serve`, `tools`, and `call` in-process).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ToolSetArgs {
+    /// A file of declared tools and upstream servers (YAML, JSON or TOML; repeatable),
+    /// served after the built-in tools [default: ./toolwright.yaml when it exists].
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
+    /// Also register fixture sets, for tests and benchmarks (repeatable, or comma-separated):
+    /// `testing` (tools for protocol tests), `conformance` (the tools, resources and prompts
+    /// of the official MCP conformance suite), `probe` (transport probes: progress,
+    /// cancellation, roots, tool-list changes), `bulk:N` (N generated tools, for benchmarks
+    /// of tools/list).
+    #[arg(long, value_name = "SET", value_delimiter = ',')]
+    pub fixtures: Vec<toolwright_fixtures::Set>,
+}
+
+impl ToolSetArgs {
+    /// The tool files to load: those given, or `./toolwright.yaml` when it exists.
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        if !self.configs.is_empty() {
+            return self.configs.clone();
+        }
+        let default = PathBuf::from("toolwright.yaml");
+        if default.is_file() {
+            vec![default]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+// How the tools run (`serve`, and `call` in-process).
 #[derive(Debug, Args, Clone)]
-pub struct ServerArgs {
+pub struct RunArgs {
     /// A directory file tools may touch (repeatable; default: the current directory).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Seconds a tool call may run before it is cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub call_timeout: f64,
+    /// Most significant digits add and multiply take in an operand or give in a result;
+    /// beyond it the call fails, before anything large is computed.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub arith_max_digits: u32,
+    /// Settings of the take_screenshot tool.
+    #[command(flatten)]
+    pub screenshot: ScreenshotArgs,
+}
+
+// What the protocol allows (`serve` only).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Protocol limits")]
+pub struct ProtocolArgs {
     /// Largest message accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_message_bytes: usize,
@@ -59,46 +114,22 @@ pub struct ServerArgs {
     /// results (the behaviour protocol versions up to 2025-06-18 described).
     #[arg(long)]
     pub input_errors_as_protocol_errors: bool,
-    /// Also register fixture sets, for tests and benchmarks (repeatable, or comma-separated):
-    /// `testing` (tools for protocol tests), `conformance` (the tools, resources and prompts
-    /// of the official MCP conformance suite), `probe` (transport probes: progress,
-    /// cancellation, roots, tool-list changes), `bulk:N` (N generated tools, for benchmarks
-    /// of tools/list).
-    #[arg(long, value_name = "SET", value_delimiter = ',')]
-    pub fixtures: Vec<toolwright_fixtures::Set>,
     /// Most subscriptions/listen streams one session may hold open (on stdio, the whole
     /// connection is one session).
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub max_listens: usize,
-    /// Most significant digits add and multiply take in an operand or give in a result;
-    /// beyond it the call fails, before anything large is computed.
-    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    pub arith_max_digits: u32,
-    /// A file of declared tools and upstream servers (YAML, JSON or TOML; repeatable),
-    /// served after the built-in tools [default: ./toolwright.yaml when it exists].
-    #[arg(long = "config", value_name = "FILE")]
-    pub configs: Vec<PathBuf>,
-    /// Settings of the take_screenshot tool.
-    #[command(flatten)]
-    pub screenshot: ScreenshotArgs,
 }
 
-impl ServerArgs {
-    /// The tool files to load: those given, or `./toolwright.yaml` when it exists.
-    pub fn config_files(&self) -> Vec<PathBuf> {
-        if !self.configs.is_empty() {
-            return self.configs.clone();
-        }
-        let default = PathBuf::from("toolwright.yaml");
-        if default.is_file() {
-            vec![default]
-        } else {
-            Vec::new()
-        }
-    }
+/// The values an argument struct takes when nothing is given (its clap defaults).
+pub fn defaults<A: Args + FromArgMatches>() -> A {
+    let cmd = A::augment_args(clap::Command::new("defaults").no_binary_name(true));
+    let matches = cmd
+        .try_get_matches_from(Vec::<OsString>::new())
+        .expect("no arguments parse");
+    A::from_arg_matches(&matches).expect("defaults convert")
 }
 
-/// Settings of `take_screenshot` (headless Chromium).
+// Settings of `take_screenshot` (headless Chromium).
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Screenshot tool")]
 pub struct ScreenshotArgs {
@@ -153,28 +184,65 @@ impl ScreenshotArgs {
     }
 }
 
-/// `toolwright serve`.
+// `toolwright serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Server settings.
+    /// Which tools.
     #[command(flatten)]
-    pub server: ServerArgs,
-    /// Streamable HTTP settings.
-    #[command(flatten)]
-    pub http: HttpArgs,
+    pub tools: ToolSetArgs,
     /// Do not watch the tool files (by default an edit is loaded at once, and an edit that
     /// does not load is logged and ignored).
     #[arg(long)]
     pub no_watch: bool,
+    /// How they run.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Protocol limits.
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// Streamable HTTP settings.
+    #[command(flatten)]
+    pub http: HttpArgs,
 }
 
-/// `toolwright serve --http`: Streamable HTTP instead of stdio.
+/// What `--http` takes: an IP address and a port (a name would need resolving, and a port
+/// alone says nothing about which interfaces to expose).
+fn listen_addr(s: &str) -> Result<String, String> {
+    if s.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(s.to_owned());
+    }
+    let port = s.strip_prefix(':').unwrap_or(s);
+    if port.parse::<u16>().is_ok() {
+        return Err(format!(
+            "it needs ADDR:PORT, not a port alone: --http 127.0.0.1:{port} (this machine only) \
+             or --http 0.0.0.0:{port} (every interface)"
+        ));
+    }
+    if let Some((host, port)) = s.rsplit_once(':')
+        && port.parse::<u16>().is_ok()
+    {
+        let hint = match host {
+            "localhost" => format!(": --http 127.0.0.1:{port}"),
+            _ => String::new(),
+        };
+        return Err(format!(
+            "ADDR must be an IP address (127.0.0.1, 0.0.0.0, [::1]), not a host name{hint}"
+        ));
+    }
+    Err(
+        "it needs ADDR:PORT with an IP address, e.g. 127.0.0.1:8080 or [::1]:8080 (port 0 \
+         picks a free port)"
+            .to_owned(),
+    )
+}
+
+// `toolwright serve --http`: Streamable HTTP instead of stdio.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Streamable HTTP")]
 pub struct HttpArgs {
-    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio [default when given bare:
-    /// 127.0.0.1:8080]; port 0 picks a free port.
-    #[arg(long = "http", value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
+    /// Serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdio [default when given
+    /// bare: 127.0.0.1:8080]; port 0 picks a free port.
+    #[arg(long = "http", value_name = "ADDR:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:8080", value_parser = listen_addr)]
     pub addr: Option<String>,
     /// No sessions: any replica can answer any request (no GET stream, no resumption, no
     /// server-to-client requests for legacy clients).
@@ -229,38 +297,213 @@ pub struct HttpArgs {
     pub http_threads: usize,
 }
 
-/// `toolwright tools`.
+// `toolwright tools`.
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
     /// Print the definitions as JSON (the tools/list shape) instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Server settings.
+    /// Which tools.
     #[command(flatten)]
-    pub server: ServerArgs,
+    pub tools: ToolSetArgs,
 }
 
-/// `toolwright call`.
+// `toolwright call`.
 #[derive(Debug, Args)]
+#[command(
+    override_usage = "toolwright call [OPTIONS] <TOOL> [KEY=VALUE]...\n       \
+    toolwright call [OPTIONS] <TOOL> [KEY=VALUE]... -- <CMD> [ARGS]...\n       \
+    toolwright call [OPTIONS] <TOOL> [KEY=VALUE]... --url <URL>"
+)]
+#[command(after_help = CALL_AFTER_HELP)]
 pub struct CallArgs {
     /// The tool to call.
     pub tool: String,
-    /// Arguments as key=value; a value that parses as JSON is taken as JSON (a=1 is a
-    /// number), anything else as a string.
+    /// Arguments as key=value, typed by the tool's inputSchema: a string property takes
+    /// the text as it is; any other takes JSON when the text parses as JSON (n=1 is a
+    /// number, tags='["a","b"]' an array), else the text.
     #[arg(value_name = "KEY=VALUE")]
     pub pairs: Vec<String>,
     /// All arguments as one JSON object (instead of key=value pairs).
     #[arg(long, value_name = "ARGS", conflicts_with = "pairs")]
     pub json: Option<String>,
-    /// A remote server to call instead of the built-in tools.
+    /// A server to call instead of running the tool in-process.
     #[command(flatten)]
     pub remote: crate::client_cmd::RemoteArgs,
-    /// Server settings.
-    #[command(flatten)]
-    pub server: ServerArgs,
+    /// Which tools, in-process.
+    #[command(flatten, next_help_heading = "In-process (without a server)")]
+    pub tools: ToolSetArgs,
+    /// How they run, in-process.
+    #[command(flatten, next_help_heading = "In-process (without a server)")]
+    pub run: RunArgs,
 }
+
+const CALL_AFTER_HELP: &str = "Examples:\n  toolwright call add a=1 b=2\n  toolwright call \
+    search_files pattern='*.rs' directory=src\n  toolwright call get-sum a=2 b=3 -- npx -y \
+    @modelcontextprotocol/server-everything\n  toolwright call add --json '{\"a\": 1, \"b\": 2}' \
+    --url http://127.0.0.1:8080/mcp";
 
 /// Parses the process arguments.
 pub fn parse() -> Result<Cli, clap::Error> {
-    Cli::try_parse()
+    parse_from(std::env::args_os())
+}
+
+/// Parses `args` (the program name first), refusing options that do not apply to what the
+/// rest of the line asks for.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let mut cmd = Cli::command();
+    let matches = cmd
+        .try_get_matches_from_mut(&args)
+        .map_err(|e| explain(e, &mut cmd, &args))?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
+    if let Some((name, sub)) = matches.subcommand() {
+        let sub_cmd = cmd
+            .find_subcommand_mut(name)
+            .expect("the subcommand just parsed");
+        check_applicable(&cli.command, sub, sub_cmd)?;
+    }
+    Ok(cli)
+}
+
+/// Clearer messages for two unknown options: `--server CMD` (a stdio server's command goes
+/// last, after `--`), and an option of another subcommand (`tools --root`).
+fn explain(e: clap::Error, cmd: &mut clap::Command, args: &[OsString]) -> clap::Error {
+    let arg = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) if e.kind() == ErrorKind::UnknownArgument => s.clone(),
+        _ => return e,
+    };
+    let Some(long) = arg
+        .strip_prefix("--")
+        .map(|a| a.split('=').next().unwrap_or(a))
+    else {
+        return e;
+    };
+    let sub = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .find(|a| !a.starts_with('-'))
+        .filter(|s| cmd.find_subcommand(s).is_some());
+    let message = if long == "server" {
+        let example = match sub {
+            Some("call") => "toolwright call get-sum a=2 b=3 -- npx -y SERVER",
+            Some("lint") => "toolwright lint -- npx -y SERVER",
+            _ => "toolwright list --json -- npx -y SERVER",
+        };
+        format!(
+            "there is no --server: a stdio server's command and its arguments go last, after \
+             `--` ({example})"
+        )
+    } else {
+        let Some(sub) = sub else { return e };
+        let mut others = Vec::new();
+        for other in cmd.get_subcommands_mut() {
+            other.build();
+            if other.get_name() != sub && other.get_arguments().any(|a| a.get_long() == Some(long))
+            {
+                others.push(other.get_name().to_owned());
+            }
+        }
+        if others.is_empty() {
+            return e;
+        }
+        let names: Vec<String> = others.iter().map(|o| format!("`{o}`")).collect();
+        let (who, verb) = match names.split_last() {
+            Some((last, [])) => (last.clone(), "takes"),
+            Some((last, rest)) => (format!("{} and {last}", rest.join(", ")), "take"),
+            None => return e,
+        };
+        format!("--{long} is not an option of `{sub}`; {who} {verb} it")
+    };
+    let error = clap::Error::raw(ErrorKind::UnknownArgument, message);
+    match sub.and_then(|s| cmd.find_subcommand_mut(s)) {
+        Some(sub_cmd) => {
+            sub_cmd.build();
+            error.format(sub_cmd)
+        }
+        None => error.format(cmd),
+    }
+}
+
+/// The ids and names (`--long`, or `<VALUE>` for a positional) of an argument struct's
+/// arguments, nested ones included.
+fn arguments_of<A: Args>() -> Vec<(String, String)> {
+    A::augment_args(clap::Command::new("probe"))
+        .get_arguments()
+        .map(|a| {
+            let name = match a.get_long() {
+                Some(long) => format!("--{long}"),
+                None => format!("-- {}...", a.get_id()),
+            };
+            (a.get_id().to_string(), name)
+        })
+        .collect()
+}
+
+/// Refuses the first argument of `ids` given on the command line, saying `why` it does not
+/// apply.
+fn refuse_given(
+    matches: &clap::ArgMatches,
+    cmd: &mut clap::Command,
+    ids: &[(String, String)],
+    why: &str,
+) -> Result<(), clap::Error> {
+    let given = ids.iter().find(|(id, _)| {
+        matches.try_contains_id(id).unwrap_or(false)
+            && matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    });
+    match given {
+        None => Ok(()),
+        Some((_, name)) => {
+            Err(clap::Error::raw(ErrorKind::ArgumentConflict, format!("{name} {why}")).format(cmd))
+        }
+    }
+}
+
+/// Options that only mean something for part of what a subcommand does are refused when
+/// the line asks for the other part: a server's connection settings without a server, the
+/// in-process tools' settings with one.
+fn check_applicable(
+    command: &Command,
+    matches: &clap::ArgMatches,
+    cmd: &mut clap::Command,
+) -> Result<(), clap::Error> {
+    use crate::client_cmd::{RemoteArgs, TargetArgs};
+    let targets = ["server", "url"];
+    let options_of_a_server = |mut ids: Vec<(String, String)>| {
+        ids.retain(|(id, _)| !targets.contains(&id.as_str()));
+        ids
+    };
+    match command {
+        Command::Call(a) if a.remote.target.is_given() => {
+            let mut local = arguments_of::<ToolSetArgs>();
+            local.extend(arguments_of::<RunArgs>());
+            refuse_given(
+                matches,
+                cmd,
+                &local,
+                "applies to tools run in-process; a server (-- CMD or --url) runs its tools with \
+                 its own settings",
+            )
+        }
+        Command::Call(_) => refuse_given(
+            matches,
+            cmd,
+            &options_of_a_server(arguments_of::<RemoteArgs>()),
+            "applies only when calling a server (-- CMD ARGS... or --url URL); without one the \
+             tool runs in-process",
+        ),
+        Command::Lint(a) if !a.target.is_given() => refuse_given(
+            matches,
+            cmd,
+            &options_of_a_server(arguments_of::<TargetArgs>()),
+            "applies only when linting a server (-- CMD ARGS... or --url URL), not files",
+        ),
+        _ => Ok(()),
+    }
 }

@@ -13,7 +13,7 @@ use clap::Args;
 use toolwright_client::Authorizer;
 use toolwright_client::oauth::{OAuth, OAuthOptions, default_cache_path};
 
-/// How the client authorizes itself to an HTTP server that asks.
+// How the client authorizes itself to an HTTP server that asks.
 #[derive(Debug, Args, Clone, Default)]
 pub struct AuthArgs {
     /// Do not start OAuth authorization when the server answers 401.

@@ -1,4 +1,4 @@
-//! `toolwright list` and `toolwright call --server/--url`: the client side, against any
+//! `toolwright list` and `toolwright call … -- CMD`/`--url`: the client side, against any
 //! MCP server.
 
 use std::io::Write;
@@ -18,24 +18,21 @@ use toolwright_client::{
 use toolwright_protocol::{Tool, ToolAnnotations};
 
 use crate::args::CallArgs;
+use crate::call_args::Given;
 
-/// Which server to talk to (shared by `lint`, `list` and `call`).
+// Which server to talk to (shared by `lint`, `list` and `call`). Argument structs have no
+// doc comment: clap would make it the summary of the subcommands they are part of.
 #[derive(Debug, Args, Clone)]
 pub struct TargetArgs {
-    /// Launch a stdio server: the command and its arguments. Everything after --server
-    /// belongs to the command, so put it last.
-    #[arg(
-        long,
-        value_name = "CMD",
-        num_args = 1..,
-        allow_hyphen_values = true,
-        conflicts_with = "url"
-    )]
+    /// A stdio server to launch: its command and arguments, last on the line, after `--`
+    /// (everything after the `--` is the server's, a further `--` included; no shell runs
+    /// it).
+    #[arg(last = true, value_name = "CMD", num_args = 1.., conflicts_with = "url")]
     pub server: Vec<String>,
     /// Reach a Streamable HTTP server at this http:// URL.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
-    /// Protocol era to speak [default: detect it].
+    /// Protocol era to speak (auto: detect it).
     #[arg(long, value_enum, default_value_t = EraArg::Auto)]
     pub era: EraArg,
     /// Seconds to wait for any one answer from the server.
@@ -136,7 +133,7 @@ impl TargetArgs {
     }
 }
 
-/// `--trusted-config`.
+// `--trusted-config`.
 #[derive(Debug, Args, Clone)]
 pub struct TrustArgs {
     /// Trust configuration listing trusted server commands and URLs
@@ -164,10 +161,10 @@ impl TrustArgs {
     }
 }
 
-/// What `toolwright call` adds to reach a remote server.
+// What `toolwright call` adds to reach a remote server.
 #[derive(Debug, Args, Clone)]
 pub struct RemoteArgs {
-    /// The server (without --server or --url, the built-in tool runs in-process).
+    /// The server (without `-- CMD` or --url, the tool runs in-process).
     #[command(flatten)]
     pub target: TargetArgs,
     /// Call the tool even though an untrusted server does not claim it is read-only.
@@ -178,8 +175,12 @@ pub struct RemoteArgs {
     pub trust: TrustArgs,
 }
 
-/// `toolwright list`.
+// `toolwright list` (no doc comment: it would replace the subcommand's summary in --help).
 #[derive(Debug, Args)]
+#[command(
+    override_usage = "toolwright list [OPTIONS] -- <CMD> [ARGS]...\n       \
+    toolwright list [OPTIONS] --url <URL>"
+)]
 pub struct ListArgs {
     /// The server.
     #[command(flatten)]
@@ -202,7 +203,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Connects to the named server, with a message that names it when that fails.
 pub(crate) async fn connect(target: &TargetArgs) -> Result<Client> {
     let Some(t) = target.target() else {
-        bail!("name a server with --server CMD ARGS... or --url URL");
+        bail!("name a server: -- CMD ARGS... (stdio) or --url URL (Streamable HTTP)");
     };
     let describe = t.describe();
     Client::connect(t, target.options()?)
@@ -213,7 +214,10 @@ pub(crate) async fn connect(target: &TargetArgs) -> Result<Client> {
 /// `toolwright list`.
 pub fn list(a: ListArgs) -> Result<ExitCode> {
     if !a.target.is_given() {
-        bail!("toolwright list needs --server CMD ARGS... or --url URL");
+        bail!(
+            "list needs a server: -- CMD ARGS... (stdio, last on the line) or --url \
+             URL (Streamable HTTP)"
+        );
     }
     let trust = a.trust.load()?;
     let rt = runtime()?;
@@ -335,24 +339,14 @@ fn first_sentence(desc: &str) -> String {
     }
 }
 
-/// `toolwright call TOOL … --server/--url`.
-pub fn call(a: CallArgs) -> Result<ExitCode> {
-    let args = match &a.json {
-        Some(j) => {
-            let v: Value = serde_json::from_str(j).context("--json is not valid JSON")?;
-            if !v.is_object() {
-                bail!("--json must be a JSON object");
-            }
-            v
-        }
-        None => crate::commands::pairs_to_args(&a.pairs)?,
-    };
+/// `toolwright call TOOL … -- CMD ARGS...` or `--url URL`.
+pub fn call(a: &CallArgs, given: &Given) -> Result<ExitCode> {
     let remote = &a.remote;
     let trust = remote.trust.load()?;
     let rt = runtime()?;
     rt.block_on(async {
         let mut client = connect(&remote.target).await?;
-        let outcome = call_on(&mut client, &a.tool, args, &trust, remote).await;
+        let outcome = call_on(&mut client, &a.tool, given, &trust, remote).await;
         client.close().await;
         outcome
     })
@@ -361,7 +355,7 @@ pub fn call(a: CallArgs) -> Result<ExitCode> {
 async fn call_on(
     client: &mut Client,
     name: &str,
-    args: Value,
+    given: &Given,
     trust: &TrustConfig,
     remote: &RemoteArgs,
 ) -> Result<ExitCode> {
@@ -397,11 +391,26 @@ async fn call_on(
         )?;
         return Ok(ExitCode::from(2));
     }
-    let outcome = match client.call_tool(name, args, Some(tool)).await {
+    let args = given.arguments(&tool.input_schema);
+    // The hint needs a schema that compiles; one that does not is the server's to report.
+    let hint = toolwright_schema::Validator::compile(&tool.input_schema)
+        .ok()
+        .filter(|v| !v.is_valid(&args))
+        .and_then(|_| given.hint(&args));
+    let print_hint = |err: &mut std::io::Stderr| -> std::io::Result<()> {
+        match &hint {
+            Some(h) => writeln!(err, "toolwright: {h}"),
+            None => Ok(()),
+        }
+    };
+    let outcome = match client.call_tool(name, args.clone(), Some(tool)).await {
         Ok(o) => o,
+        // The server answered the call with an error: the tool failed (exit 1), as when
+        // toolwright's own server refuses a result that breaks the tool's outputSchema.
         Err(ClientError::Rpc { code, message, .. }) => {
             writeln!(err, "toolwright: {name}: {message} ({code})")?;
-            return Ok(ExitCode::from(2));
+            print_hint(&mut err)?;
+            return Ok(ExitCode::from(1));
         }
         Err(e) => return Err(e).context(format!("calling {name}")),
     };
@@ -409,6 +418,7 @@ async fn call_on(
     serde_json::to_writer_pretty(&mut out, &outcome.raw)?;
     writeln!(out)?;
     out.flush()?;
+    print_hint(&mut err)?;
     if outcome.result.is_error() {
         return Ok(ExitCode::from(1));
     }

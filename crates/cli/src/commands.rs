@@ -1,9 +1,11 @@
 //! What each subcommand does.
 
-use crate::args::{CallArgs, Cli, Command, HttpArgs, ServeArgs, ServerArgs, ToolsArgs};
+use crate::args::{
+    CallArgs, Cli, Command, HttpArgs, ProtocolArgs, RunArgs, ServeArgs, ToolSetArgs, ToolsArgs,
+};
 use anyhow::{Context, Result, bail};
-use serde_json::{Map, Value, json};
-use std::io::Write;
+use serde_json::{Value, json};
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 use toolwright_fixtures::Set;
@@ -45,8 +47,11 @@ struct Built {
     gateway: Option<std::sync::Arc<toolwright_gateway::Gateway>>,
 }
 
-fn build_server(a: &ServerArgs) -> Result<Server> {
-    build(a).map(|b| b.server)
+/// What a server is built from: which tools, how they run, what the protocol allows.
+struct Settings<'a> {
+    tools: &'a ToolSetArgs,
+    run: &'a RunArgs,
+    protocol: &'a ProtocolArgs,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -127,7 +132,12 @@ pub fn load_gateway(files: &[std::path::PathBuf]) -> Result<toolwright_toolfile:
     Ok(config)
 }
 
-fn build(a: &ServerArgs) -> Result<Built> {
+fn build(settings: &Settings<'_>) -> Result<Built> {
+    let Settings {
+        tools: set,
+        run: a,
+        protocol: p,
+    } = settings;
     if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
         bail!("--call-timeout must be a positive number of seconds");
     }
@@ -143,16 +153,16 @@ fn build(a: &ServerArgs) -> Result<Built> {
     let mut config = Config {
         call_timeout: Duration::from_secs_f64(a.call_timeout),
         paging: toolwright_server::registry::Paging {
-            max_tools: a.page_size.unwrap_or(usize::MAX).max(1),
-            max_bytes: a.page_bytes,
+            max_tools: p.page_size.unwrap_or(usize::MAX).max(1),
+            max_bytes: p.page_bytes,
         },
         roots,
         ..Config::default()
     };
-    config.limits.max_bytes = a.max_message_bytes;
-    config.max_listens_per_session = a.max_listens;
-    config.limits.max_depth = a.max_depth;
-    if a.input_errors_as_protocol_errors {
+    config.limits.max_bytes = p.max_message_bytes;
+    config.max_listens_per_session = p.max_listens;
+    config.limits.max_depth = p.max_depth;
+    if p.input_errors_as_protocol_errors {
         config.input_errors = InputErrorMode::ProtocolError;
     }
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
@@ -167,7 +177,7 @@ fn build(a: &ServerArgs) -> Result<Built> {
     // them, compile their schemas when warming up; other fixture sets may add resources and
     // prompts, which the capabilities announce at initialize, so they are registered before
     // serving.
-    let files = a.config_files();
+    let files = set.config_files();
     // Loading the servers with the declared tools refuses a file whose `servers:` are
     // wrong before anything is served.
     let (declared_tools, servers) = load_declared(&files)?;
@@ -189,7 +199,7 @@ fn build(a: &ServerArgs) -> Result<Built> {
         ),
     };
     let gw = gateway.clone();
-    let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&a.fixtures)?
+    let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&set.fixtures)?
         .iter()
         .copied()
         .partition(|s| matches!(s, Set::Bulk(_)));
@@ -259,7 +269,16 @@ fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
-    let built = build(&a.server)?;
+    let built = build(&Settings {
+        tools: &a.tools,
+        run: &a.run,
+        protocol: &a.protocol,
+    })?;
+    if a.http.addr.is_none() && std::io::stdin().is_terminal() {
+        // Someone ran `toolwright serve` by hand: say what is served and how a client gets
+        // it, since a server that waits silently looks hung.
+        eprint!("{}", terminal_note(&built));
+    }
     let server = built.server;
     let gateway = built.gateway;
     // Kept alive for as long as the server serves.
@@ -309,6 +328,49 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `serve` on a terminal says on stderr: what it serves, how a client connects, how
+/// to quit.
+fn terminal_note(built: &Built) -> String {
+    let listed = definitions(&built.server).len();
+    let declared = match built.declared.len() {
+        0 => String::new(),
+        n => {
+            let files: Vec<String> = built
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            format!(", {n} declared in {}", files.join(", "))
+        }
+    };
+    let upstream = match &built.gateway {
+        Some(_) => "; upstream servers' tools join as they are listed",
+        None => "",
+    };
+    let roots: Vec<String> = built
+        .server
+        .roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    let program = std::env::current_exe()
+        .map_or_else(|_| "toolwright".to_owned(), |p| p.display().to_string());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let entry = json!({"mcpServers": {"toolwright": {"command": program, "args": args}}});
+    format!(
+        "toolwright: serving MCP on stdio: {listed} tools{declared}{upstream}; file tools may \
+         touch {roots}.\n\
+         toolwright: stdin is a terminal, so no client is attached. An MCP client starts this \
+         command itself and speaks JSON-RPC on its stdin and stdout; for example, in \
+         claude_desktop_config.json:\n  {entry}\n\
+         toolwright: for clients that connect to a URL: toolwright serve --http (serves \
+         http://127.0.0.1:8080/mcp). Without a client: toolwright tools, toolwright call TOOL \
+         key=value.\n\
+         toolwright: waiting for messages on stdin; Ctrl-D (end of input) or Ctrl-C quits.\n",
+        roots = roots.join(", ")
+    )
+}
+
 fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> {
     let auth_token = match &a.auth_token_env {
         Some(var) => {
@@ -351,7 +413,12 @@ fn definitions(server: &Server) -> Vec<ToolDefinition> {
 }
 
 fn tools(a: ToolsArgs) -> Result<ExitCode> {
-    let server = build_server(&a.server)?;
+    let server = build(&Settings {
+        tools: &a.tools,
+        run: &crate::args::defaults(),
+        protocol: &crate::args::defaults(),
+    })?
+    .server;
     let defs = definitions(&server);
     let mut out = std::io::stdout().lock();
     if a.json {
@@ -379,46 +446,32 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Parses `key=value` pairs; a value that is valid JSON is taken as JSON.
-pub fn pairs_to_args(pairs: &[String]) -> Result<Value> {
-    let mut map = Map::new();
-    for p in pairs {
-        let Some((k, v)) = p.split_once('=') else {
-            bail!("argument {p:?} is not of the form key=value");
-        };
-        if k.is_empty() {
-            bail!("argument {p:?} has an empty key");
-        }
-        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()));
-        map.insert(k.to_owned(), value);
-    }
-    Ok(Value::Object(map))
-}
-
 fn call(a: CallArgs) -> Result<ExitCode> {
+    let given = crate::call_args::Given::parse(a.json.as_deref(), &a.pairs)?;
     if a.remote.target.is_given() {
-        return crate::client_cmd::call(a);
+        return crate::client_cmd::call(&a, &given);
     }
     init_logging();
-    let args = match &a.json {
-        Some(j) => {
-            let v: Value = serde_json::from_str(j).context("--json is not valid JSON")?;
-            if !v.is_object() {
-                bail!("--json must be a JSON object");
-            }
-            v
-        }
-        None => pairs_to_args(&a.pairs)?,
-    };
-    let server = build_server(&a.server)?;
-    if server.tools().get(&a.tool).is_none() {
+    let server = build(&Settings {
+        tools: &a.tools,
+        run: &a.run,
+        protocol: &crate::args::defaults(),
+    })?
+    .server;
+    let tools = server.tools();
+    let Some(entry) = tools.get(&a.tool) else {
         let names: Vec<String> = definitions(&server).into_iter().map(|d| d.name).collect();
         bail!(
             "unknown tool {:?}; the tools are: {}",
             a.tool,
             names.join(", ")
         );
-    }
+    };
+    let args = given.arguments(&entry.definition.input_schema);
+    let hint = match entry.input.is_valid(&args) {
+        true => None,
+        false => given.hint(&args),
+    };
     let rt = runtime()?;
     let request = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -438,18 +491,29 @@ fn call(a: CallArgs) -> Result<ExitCode> {
     toolwright_tools::screenshot::close_browsers();
     let reply = reply?;
     let v: Value = serde_json::from_slice(&reply).context("reading the reply")?;
-    let mut out = std::io::stdout().lock();
-    if let Some(err) = v.get("error") {
+    let mut err = std::io::stderr().lock();
+    // An error reply is the tool failing as much as an isError result is (a result that
+    // breaks the tool's outputSchema comes back as one): exit 1, as for any server's.
+    if let Some(e) = v.get("error") {
         writeln!(
-            std::io::stderr(),
-            "toolwright: {}",
-            err["message"].as_str().unwrap_or("error")
+            err,
+            "toolwright: {}: {}",
+            a.tool,
+            e["message"].as_str().unwrap_or("error")
         )?;
-        return Ok(ExitCode::from(2));
+        if let Some(h) = hint {
+            writeln!(err, "toolwright: {h}")?;
+        }
+        return Ok(ExitCode::from(1));
     }
     let result = &v["result"];
+    let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, result)?;
     writeln!(out)?;
+    out.flush()?;
+    if let Some(h) = hint {
+        writeln!(err, "toolwright: {h}")?;
+    }
     let failed = result
         .get("isError")
         .and_then(Value::as_bool)

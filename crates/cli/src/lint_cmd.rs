@@ -13,11 +13,16 @@ use toolwright_lint::{Options, Report, Rule, Severity};
 
 use crate::client_cmd::{TargetArgs, connect, runtime};
 
-/// `toolwright lint`.
+// `toolwright lint` (no doc comment: it would replace the subcommand's summary in --help).
 #[derive(Debug, Args)]
+#[command(override_usage = "toolwright lint [OPTIONS] <FILE>...\n       \
+    toolwright lint [OPTIONS] --config <FILE>... [FILE]...\n       \
+    toolwright lint [OPTIONS] -- <CMD> [ARGS]...\n       \
+    toolwright lint [OPTIONS] --url <URL>\n       \
+    toolwright lint --rules")]
 #[command(
     after_help = "Exit codes: 0 no findings at or above --deny, 1 findings at or above \
-    --deny, 2 usage or I/O error.\nRules: toolwright lint --rules"
+    --deny, 2 usage, I/O or connection error.\nRules: toolwright lint --rules"
 )]
 pub struct LintArgs {
     /// Files of tool definitions: one tool, an array, a tools/list result or a JSON-RPC
@@ -30,7 +35,7 @@ pub struct LintArgs {
     /// their tool lists linted (repeatable).
     #[arg(long = "config", value_name = "FILE")]
     pub configs: Vec<PathBuf>,
-    /// The server whose tools/list to lint (instead of files).
+    /// The server whose tools/list to lint (instead of files): `-- CMD ARGS...` or --url.
     #[command(flatten)]
     pub target: TargetArgs,
     /// Output format.
@@ -42,7 +47,7 @@ pub struct LintArgs {
     /// A rule not to report (repeatable), e.g. --ignore description-no-return.
     #[arg(long = "ignore", value_name = "RULE", value_parser = str::parse::<Rule>)]
     pub ignore: Vec<Rule>,
-    /// Print every rule with its severity and exit.
+    /// Print every rule with its severity and what it checks, and exit.
     #[arg(long, exclusive = true)]
     pub rules: bool,
 }
@@ -67,8 +72,15 @@ struct Linted {
 pub fn run(a: LintArgs) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if a.rules {
+        let width = Rule::ALL.iter().map(|r| r.id().len()).max().unwrap_or(0);
         for r in Rule::ALL {
-            writeln!(out, "{:26} {}", r.id(), r.severity())?;
+            writeln!(
+                out,
+                "{:width$}  {:7}  {}",
+                r.id(),
+                r.severity().as_str(),
+                r.description()
+            )?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -81,7 +93,7 @@ pub fn run(a: LintArgs) -> Result<ExitCode> {
     ) {
         _ if !a.configs.is_empty() => {
             if a.target.is_given() {
-                bail!("lint config files or a server (--server/--url), not both");
+                bail!("lint config files or a server (-- CMD or --url), not both");
             }
             let mut all = a
                 .files
@@ -92,9 +104,9 @@ pub fn run(a: LintArgs) -> Result<ExitCode> {
             all.extend(lint_upstreams(&a.configs, &options)?);
             all
         }
-        (false, true) => bail!("lint files or a server (--server/--url), not both"),
+        (false, true) => bail!("lint files or a server (-- CMD or --url), not both"),
         (true, false) => {
-            bail!("nothing to lint: name files, or a server with --server CMD ARGS... or --url URL")
+            bail!("nothing to lint: name files, or a server: -- CMD ARGS... (stdio) or --url URL")
         }
         (false, false) => a
             .files
@@ -144,6 +156,13 @@ fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         (s, path.display().to_string())
     };
+    if is_blank(&text) {
+        bail!(
+            "linting {source}: the file is empty; it should hold tool definitions (one tool, an \
+             array of tools, a tools/list result or a JSON-RPC response to tools/list) or \
+             declared tools (`tools:`)"
+        );
+    }
     if let Some(format) = FileFormat::of(path).filter(|_| path.as_os_str() != "-") {
         match Document::parse(path, format, text.clone()) {
             Ok(doc) if !doc.servers.is_empty() || doc.gateway.is_some() => {
@@ -183,6 +202,14 @@ fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
         source,
         era: None,
         report,
+    })
+}
+
+/// Nothing but whitespace and `#` comment lines (YAML and TOML comments): nothing to lint.
+fn is_blank(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
     })
 }
 
@@ -266,6 +293,19 @@ fn to_json(l: &Linted) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blank_files_are_whitespace_and_comments() {
+        for (text, blank) in [
+            ("", true),
+            ("\n  \n", true),
+            ("# tools come later\n\n", true),
+            ("[]", false),
+            ("tools: []  # none yet", false),
+        ] {
+            assert_eq!(is_blank(text), blank, "{text:?}");
+        }
+    }
 
     #[test]
     fn upstream_findings_name_the_server() {

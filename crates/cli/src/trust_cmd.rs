@@ -11,11 +11,12 @@ use serde_json::Value;
 use toolwright_gateway::pin::{PinError, Pins, ToolPin, changed_fields, line_diff};
 use toolwright_toolfile::GatewayConfig;
 
-/// `toolwright trust`.
+// `toolwright trust` (no doc comment: it would replace the subcommand's summary in --help).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit codes: 0 done, 1 nothing to accept or an unknown server or tool, 2 usage, \
-    config or state file error."
+    after_help = "Exit codes: 0 done; 1 nothing to accept (nothing pending, or a server of the \
+    config not contacted yet); 2 usage (a server or tool neither the config nor the state file \
+    knows), config or state file error."
 )]
 pub struct TrustArgs {
     /// What to do.
@@ -33,7 +34,7 @@ pub struct ConfigArgs {
     pub configs: Vec<PathBuf>,
 }
 
-/// `toolwright trust …`.
+// `toolwright trust …` (no doc comment: it would replace the summary in --help).
 #[derive(Debug, Subcommand)]
 pub enum TrustCommand {
     /// Accept the changed or new definitions of SERVER's tools (all of them, or TOOL only):
@@ -82,9 +83,11 @@ fn load(a: &ConfigArgs) -> Result<GatewayConfig> {
 fn accept(server: &str, tool: Option<&str>, a: &ConfigArgs) -> Result<ExitCode> {
     let config = load(a)?;
     let pins = Pins::new(&config.state_file);
-    match pins.accept(server, tool) {
+    let e = match pins.accept(server, tool) {
         Ok(names) => {
-            println!(
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
                 "accepted {} of server {server}: {} (in {})",
                 if names.len() == 1 {
                     "1 tool"
@@ -93,19 +96,22 @@ fn accept(server: &str, tool: Option<&str>, a: &ConfigArgs) -> Result<ExitCode> 
                 },
                 names.join(", "),
                 pins.path().display()
-            );
-            Ok(ExitCode::SUCCESS)
+            )?;
+            return Ok(ExitCode::SUCCESS);
         }
-        Err(
-            e @ (PinError::UnknownServer { .. }
-            | PinError::UnknownTool { .. }
-            | PinError::NothingPending { .. }),
-        ) => {
-            eprintln!("toolwright: {e} (state file {})", pins.path().display());
-            Ok(ExitCode::from(1))
-        }
-        Err(e) => Err(e.into()),
-    }
+        Err(e) => e,
+    };
+    let code = match &e {
+        // A server the config names has no pins until it is first listed: nothing to
+        // accept yet, as when nothing is pending.
+        PinError::UnknownServer { .. } if config.server(server).is_some() => 1,
+        PinError::NothingPending { .. } => 1,
+        // A name nothing knows is a mistake on the command line.
+        PinError::UnknownServer { .. } | PinError::UnknownTool { .. } => 2,
+        _ => return Err(e.into()),
+    };
+    eprintln!("toolwright: {e} (state file {})", pins.path().display());
+    Ok(ExitCode::from(code))
 }
 
 fn list(a: &ConfigArgs) -> Result<ExitCode> {

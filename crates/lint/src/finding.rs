@@ -48,13 +48,13 @@ impl FromStr for Severity {
 }
 
 macro_rules! rules {
-    ($($(#[$doc:meta])* $variant:ident = $id:literal, $sev:ident;)*) => {
+    ($($(#[doc = $doc:literal])* $variant:ident = $id:literal, $sev:ident;)*) => {
         /// A lint rule. Each has a stable id (used in reports and `--ignore`) and a fixed
         /// severity.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[non_exhaustive]
         pub enum Rule {
-            $($(#[$doc])* $variant,)*
+            $($(#[doc = $doc])* $variant,)*
         }
 
         impl Rule {
@@ -69,6 +69,11 @@ macro_rules! rules {
             /// How serious a finding of this rule is.
             pub const fn severity(self) -> Severity {
                 match self { $(Rule::$variant => Severity::$sev,)* }
+            }
+
+            /// What the rule checks, in one line (its doc comment).
+            pub fn description(self) -> &'static str {
+                match self { $(Rule::$variant => concat!($($doc),*).trim_start(),)* }
             }
         }
     };
@@ -280,6 +285,26 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), Rule::ALL.len());
+    }
+
+    #[test]
+    fn every_rule_says_what_it_checks_in_one_line() {
+        for r in Rule::ALL {
+            let d = r.description();
+            assert!(
+                d.ends_with('.') && !d.contains('\n') && !d.contains("  "),
+                "{r}: {d:?}"
+            );
+            assert!(
+                d.starts_with(|c: char| c.is_uppercase() || c == '`'),
+                "{r}: {d:?}"
+            );
+        }
+        assert_eq!(
+            Rule::DeclaredInvalid.description(),
+            "A declared tool the loader cannot read: a field of the wrong type, an unknown \
+             field, both `command` and `http`."
+        );
     }
 
     #[test]

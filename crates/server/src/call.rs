@@ -236,6 +236,7 @@ impl Server {
             session: session.clone(),
             client_capabilities,
             roots: self.inner.roots.clone(),
+            empty_client_roots_logged: self.inner.empty_client_roots_logged.clone(),
             client_timeout: self.inner.config.client_request_timeout,
             inputs: crate::context::Inputs {
                 answers,

@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::RequestId;
@@ -31,6 +31,8 @@ pub(crate) struct Scope {
     pub session: Arc<Session>,
     pub client_capabilities: Arc<ClientCapabilities>,
     pub roots: Arc<Vec<PathBuf>>,
+    /// The server's flag: set once an empty `roots/list` answer was logged.
+    pub empty_client_roots_logged: Arc<AtomicBool>,
     pub client_timeout: Duration,
     pub inputs: Inputs,
     /// The call's arguments as the client wrote them (none for in-process calls).
@@ -72,6 +74,7 @@ impl ToolContext {
             sink,
             client_capabilities: Arc::default(),
             roots: Arc::new(roots),
+            empty_client_roots_logged: Arc::default(),
             client_timeout: Duration::from_secs(30),
             inputs: Inputs::default(),
             arguments_text: None,
@@ -261,32 +264,56 @@ impl ToolContext {
         &self.inner.inputs.answers
     }
 
-    /// The client's roots as `file://` URIs, for a client that declared `roots`; `None`
-    /// when the client has none to offer. Legacy: cached until the client says they changed.
-    /// Modern: asked through an `input_required` round trip.
+    /// The client's roots as `file://` URIs, for a client that declared `roots` and listed
+    /// at least one; `None` when the client has none to offer. An empty list is no roots to
+    /// offer, not a wish that nothing be touched (the spec calls roots guidance, and the
+    /// reference filesystem server keeps its own directories then): the server's roots stay,
+    /// and the first such answer is logged. Legacy: cached until the client says they
+    /// changed. Modern: asked through an `input_required` round trip.
     pub async fn client_roots(&self) -> Result<Option<Arc<Vec<String>>>, ClientRequestError> {
         if !self.inner.client_capabilities.has_roots() {
             return Ok(None);
         }
-        if !self.inner.version.is_modern()
-            && let Some(cached) = self.inner.session.cached_roots()
-        {
-            return Ok(Some(cached));
-        }
-        let v = self.request_client("roots/list", json!({})).await?;
-        let uris: Vec<String> = v
-            .get("roots")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|r| r.get("uri")?.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let uris = Arc::new(uris);
-        if !self.inner.version.is_modern() {
-            self.inner.session.set_cached_roots(Some(uris.clone()));
-        }
-        Ok(Some(uris))
+        let cached = match self.inner.version.is_modern() {
+            true => None,
+            false => self.inner.session.cached_roots(),
+        };
+        let uris = match cached {
+            Some(uris) => uris,
+            None => {
+                let v = self.request_client("roots/list", json!({})).await?;
+                let uris: Vec<String> = v
+                    .get("roots")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|r| r.get("uri")?.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let uris = Arc::new(uris);
+                if !self.inner.version.is_modern() {
+                    self.inner.session.set_cached_roots(Some(uris.clone()));
+                }
+                if uris.is_empty()
+                    && !self
+                        .inner
+                        .empty_client_roots_logged
+                        .swap(true, Ordering::Relaxed)
+                {
+                    tracing::info!(
+                        "the client declared roots but listed none; the server's own roots stay: {}",
+                        self.inner
+                            .roots
+                            .iter()
+                            .map(|r| r.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+                uris
+            }
+        };
+        Ok((!uris.is_empty()).then_some(uris))
     }
 }

@@ -11,6 +11,7 @@ use crate::session::{Outbound, Session};
 use crate::tool::Tool;
 use parking_lot::Mutex;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock, Weak};
 use tokio::sync::broadcast;
 use toolwright_protocol::{Implementation, ProtocolVersion};
@@ -29,6 +30,8 @@ pub(crate) struct Inner {
     pub info_meta: serde_json::Value,
     pub config: Config,
     pub roots: Arc<Vec<PathBuf>>,
+    /// Set once a client's empty `roots/list` answer was logged (it is logged once).
+    pub empty_client_roots_logged: Arc<AtomicBool>,
     pub registry: Registry,
     pub sessions: Mutex<Vec<Weak<Session>>>,
     /// Changes that `subscriptions/listen` streams may report; made by the first listener
@@ -134,6 +137,7 @@ impl Server {
                 info,
                 info_meta,
                 roots: Arc::new(roots),
+                empty_client_roots_logged: Arc::default(),
                 sessions: Mutex::new(Vec::new()),
                 events: OnceLock::new(),
                 catalog: Catalog::default(),

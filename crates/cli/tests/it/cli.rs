@@ -79,3 +79,89 @@ fn help_for_every_command() {
         assert!(stdout(&o).contains("Usage"), "{args:?}");
     }
 }
+
+/// A pseudo-terminal: the controlling side, and the terminal a child gets as stdin.
+fn pty() -> (std::fs::File, std::fs::File) {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let name = ptsname(&master, Vec::new()).expect("ptsname");
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.as_bytes()))
+        .expect("open the terminal");
+    (std::fs::File::from(master), terminal)
+}
+
+#[test]
+fn serve_on_a_terminal_says_what_it_serves_and_how_to_quit() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let (mut master, terminal) = pty();
+    let mut child = Command::new(crate::util::bin())
+        .args(["serve", "--root", root.to_str().unwrap()])
+        .current_dir(&root)
+        .stdin(terminal)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut note = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let last = line.contains("quits");
+        note.push(line);
+        if last {
+            break;
+        }
+    }
+    let note = note.join("\n");
+    for want in [
+        "toolwright: serving MCP on stdio: 4 tools; file tools may touch ",
+        "stdin is a terminal, so no client is attached",
+        "claude_desktop_config.json",
+        "toolwright serve --http",
+        "Ctrl-D (end of input) or Ctrl-C quits",
+    ] {
+        assert!(note.contains(want), "{want:?} not in:\n{note}");
+    }
+    assert!(note.contains(root.to_str().unwrap()), "{note}");
+    // The client entry is JSON that starts this very command.
+    let entry = note
+        .lines()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap();
+    let entry: Value = serde_json::from_str(entry).unwrap();
+    let server = &entry["mcpServers"]["toolwright"];
+    assert_eq!(server["args"][0], "serve");
+    assert_eq!(server["args"][2], root.to_str().unwrap());
+    // Ctrl-D at the start of a line is the end of input: the server exits, 0.
+    master.write_all(&[4]).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(
+        out.is_empty(),
+        "stdout carries protocol messages only: {out:?}"
+    );
+}
+
+#[test]
+fn serve_from_a_client_prints_nothing_on_stderr() {
+    let o = std::process::Command::new(crate::util::bin())
+        .arg("serve")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

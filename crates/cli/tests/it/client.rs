@@ -1,4 +1,4 @@
-//! `toolwright list` and `toolwright call --server/--url` against real servers: the
+//! `toolwright list` and `toolwright call … -- CMD`/`--url` against real servers: the
 //! official reference servers (npm), a Python SDK server (PyPI), `toolwright serve` in both
 //! eras over stdio and HTTP, and `contract_breaker.py`, which breaks the rules on purpose.
 //!
@@ -215,11 +215,11 @@ impl Drop for HttpPeer {
     }
 }
 
-/// Runs `toolwright ARGS… --server ARGV…` (the server command goes last).
+/// Runs `toolwright ARGS… -- ARGV…` (the server's command goes last, after `--`).
 pub(crate) fn with_server(args: &[&str], server: &[String]) -> Output {
     Command::new(bin())
         .args(args)
-        .arg("--server")
+        .arg("--")
         .args(server)
         .stdin(Stdio::null())
         .output()
@@ -348,7 +348,7 @@ fn list_over_http_matches_stdio() {
 fn list_needs_a_server() {
     let o = Command::new(bin()).arg("list").output().unwrap();
     assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("--server"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("-- CMD ARGS..."), "{}", stderr(&o));
 }
 
 // ---------------------------------------------------------------- call

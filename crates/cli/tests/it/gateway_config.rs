@@ -259,7 +259,7 @@ fn trust_accept_moves_pending_to_pinned() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("nothing pending for server \"ev\""));
-    // Unknown server and tool: exit 1.
+    // A server of the config not contacted yet: nothing to accept, exit 1.
     let o = run_in(
         dir.path(),
         &["trust", "accept", "later", "--config", "gw.yaml"],
@@ -270,11 +270,22 @@ fn trust_accept_moves_pending_to_pinned() {
         "{}",
         stderr(&o)
     );
+    // A server or tool nothing knows is a usage error, as `call`'s unknown tool is: exit 2.
+    let o = run_in(
+        dir.path(),
+        &["trust", "accept", "nobody", "--config", "gw.yaml"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no pins for server \"nobody\""),
+        "{}",
+        stderr(&o)
+    );
     let o = run_in(
         dir.path(),
         &["trust", "accept", "ev", "nope", "--config", "gw.yaml"],
     );
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("server \"ev\" has no tool \"nope\""),
         "{}",

@@ -43,6 +43,8 @@ fn help() {
         ("help_call", &["call", "--help"]),
         ("help_lint", &["lint", "--help"]),
         ("help_list", &["list", "--help"]),
+        ("help_list_short", &["list", "-h"]),
+        ("help_call_short", &["call", "-h"]),
         ("help_trust", &["trust", "--help"]),
         ("help_trust_accept", &["trust", "accept", "--help"]),
         ("help_trust_list", &["trust", "list", "--help"]),
@@ -96,8 +98,76 @@ fn command_line_refusals() {
         ("call_unknown_tool", &["call", "nope"]),
         ("call_invalid_arguments", &["call", "add", "a=x", "b=1"]),
         ("call_bad_pair", &["call", "add", "novalue"]),
+        (
+            "call_bad_output",
+            &["call", "bad_output", "--fixtures", "testing"],
+        ),
+        (
+            "call_era_in_process",
+            &["call", "add", "a=1", "b=2", "--era", "modern"],
+        ),
+        (
+            "call_root_with_url",
+            &[
+                "call",
+                "add",
+                "--root",
+                "/tmp",
+                "--url",
+                "http://127.0.0.1:9/mcp",
+            ],
+        ),
+        (
+            "call_server_option",
+            &["call", "add", "--server", "npx", "x"],
+        ),
+        ("list_server_option", &["list", "--server", "npx", "x"]),
+        ("list_no_server", &["list"]),
+        ("list_cannot_start", &["list", "--", "/nonexistent/server"]),
+        (
+            "lint_era_with_files",
+            &["lint", "tools.json", "--era", "legacy"],
+        ),
+        ("lint_no_file", &["lint", "/nonexistent/tools.json"]),
+        ("tools_root", &["tools", "--root", "/tmp"]),
+        ("http_port_alone", &["serve", "--http", "9997"]),
+        ("http_host_name", &["serve", "--http", "localhost:9997"]),
+        ("http_not_an_address", &["serve", "--http", "everywhere"]),
+        (
+            "era_bogus",
+            &["list", "--era", "2025", "--url", "http://127.0.0.1:9/mcp"],
+        ),
+        (
+            "lint_ignore_bogus",
+            &["lint", "--ignore", "no-such-rule", "x.json"],
+        ),
+        (
+            "trusted_config_missing",
+            &[
+                "list",
+                "--trusted-config",
+                "/nonexistent/trusted.json",
+                "--url",
+                "http://127.0.0.1:9/mcp",
+            ],
+        ),
     ] {
         insta::assert_snapshot!(name, transcript(args));
+    }
+}
+
+#[test]
+fn lint_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, file, text) in [
+        ("lint_empty_file", "empty.json", ""),
+        ("lint_only_comments", "later.yaml", "# tools come later\n"),
+    ] {
+        let path = dir.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        let shown = transcript(&["lint", path.to_str().unwrap()])
+            .replace(dir.path().to_str().unwrap(), "<dir>");
+        insta::assert_snapshot!(name, shown);
     }
 }
 

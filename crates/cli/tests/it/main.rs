@@ -6,7 +6,9 @@
 mod util;
 
 mod cli;
+mod cli_forms;
 mod client;
+mod client_roots;
 mod conformance;
 mod conformance_auth;
 mod conformance_client;
@@ -14,6 +16,7 @@ mod declared;
 mod declared_examples;
 mod declared_safety;
 mod declared_shape;
+mod exit_codes;
 mod gateway;
 mod gateway_config;
 mod help_and_errors;

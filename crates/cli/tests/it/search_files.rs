@@ -1,5 +1,5 @@
 //! `search_files` over the real binary: glob rules, ordering and truncation, the sandbox
-//! (`..`, absolute paths, symlinks, client roots), unreadable entries, progress and
+//! (`..`, absolute paths, symlinks; client roots are in `client_roots.rs`), unreadable entries, progress and
 //! cancellation.
 
 use crate::util::{Server, bin, check_message};
@@ -702,70 +702,6 @@ fn cancellation_stops_a_long_search() {
         idle < 10,
         "the walk stopped: {idle} ticks of CPU in the second after cancelling"
     );
-}
-
-#[test]
-fn legacy_client_roots_narrow_the_server_roots() {
-    let t = Tree::new(&["allowed/a.py", "other/b.py", "top.py"]);
-    let mut s = t.server();
-    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": true}},
-        "clientInfo": {"name": "t", "version": "0"}});
-    assert_eq!(
-        s.request("initialize", init)["result"]["protocolVersion"],
-        "2025-06-18"
-    );
-    s.notify("notifications/initialized", json!({}));
-    let allowed = t.root.join("allowed");
-    let roots = json!([{"uri": format!("file://{}", allowed.display()), "name": "allowed"},
-                       {"uri": format!("file://{}", t.outside.display()), "name": "not the server's"}]);
-    let legacy_call = |s: &mut Server, args: Value, answer_roots: bool| -> Value {
-        let id = s.next_id();
-        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "search_files", "arguments": args}}));
-        loop {
-            let m = s.recv();
-            if m["method"] == "roots/list" {
-                assert!(answer_roots, "roots are asked once, then cached: {m}");
-                s.send(&json!({"jsonrpc": "2.0", "id": m["id"], "result": {"roots": roots}}));
-                continue;
-            }
-            if m.get("id") == Some(&json!(id)) {
-                return m["result"].clone();
-            }
-            panic!("unexpected message {m}");
-        }
-    };
-    // The server root itself is outside the client's roots now.
-    let r = legacy_call(
-        &mut s,
-        json!({"directory": t.root, "pattern": "*.py"}),
-        true,
-    );
-    assert_eq!(r["isError"], true, "{r}");
-    // A relative path starts from the first allowed root: the client's `allowed`.
-    let r = legacy_call(&mut s, json!({"directory": ".", "pattern": "*.py"}), false);
-    assert_eq!(r["structuredContent"]["matches"], json!(["a.py"]), "{r}");
-    assert_eq!(r["structuredContent"]["directory"], json!(allowed));
-    let r = legacy_call(
-        &mut s,
-        json!({"directory": t.root.join("other"), "pattern": "*.py"}),
-        false,
-    );
-    assert_eq!(r["isError"], true, "{r}");
-    // The client's other root is not the server's: still refused.
-    let r = legacy_call(
-        &mut s,
-        json!({"directory": t.outside, "pattern": "*"}),
-        false,
-    );
-    assert_eq!(r["isError"], true, "{r}");
-    // After roots/list_changed the server asks again.
-    s.notify("notifications/roots/list_changed", json!({}));
-    let r = legacy_call(
-        &mut s,
-        json!({"directory": allowed, "pattern": "*.py"}),
-        true,
-    );
-    assert_eq!(r["structuredContent"]["matches"], json!(["a.py"]), "{r}");
 }
 
 #[test]

@@ -188,6 +188,11 @@ impl Server {
         Self::spawn(args, cwd, &[], true)
     }
 
+    /// A server with these environment variables set whose stderr is kept.
+    pub fn start_logged_with_env(args: &[&str], env: &[(&str, &Path)]) -> Server {
+        Self::spawn(args, None, env, true)
+    }
+
     fn spawn(args: &[&str], cwd: Option<&Path>, env: &[(&str, &Path)], logged: bool) -> Server {
         let mut cmd = Command::new(bin());
         cmd.arg("serve")
@@ -260,6 +265,12 @@ impl Server {
                 Err(_) => panic!("stderr never showed the line waited for; it showed {lines:#?}"),
             }
         }
+    }
+
+    /// The stderr lines that arrive within `settle` of each other, from now on.
+    pub fn stderr_drain(&mut self, settle: Duration) -> Vec<String> {
+        let rx = self.stderr.as_ref().expect("started with start_logged");
+        std::iter::from_fn(|| rx.recv_timeout(settle).ok()).collect()
     }
 
     /// Starts a server and performs the legacy handshake at `version`.

@@ -2,7 +2,7 @@
 //! `max_results`), sandboxed to the server's roots, deterministic, and walked in parallel.
 //!
 //! - `pattern`: how a glob is read (name or path, depth, pruning).
-//! - `sandbox`: roots (the server's, narrowed by a legacy client's) and resolving
+//! - `sandbox`: roots (the server's, narrowed by a client's) and resolving
 //!   `directory` without revealing anything outside them.
 //! - `beneath`: opening directories beneath an open root and resolving links without
 //!   leaving the roots (`openat2`, `openat(O_NOFOLLOW)`, `readlinkat`).
