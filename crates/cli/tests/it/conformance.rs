@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn suite_installed() -> bool {
+/// Whether the pinned suite and its Node 22 are installed (the client-suite tests ask too).
+pub(crate) fn suite_installed() -> bool {
     let bin = repo_root().join("tests/conformance/node_modules/.bin");
     let node22 = Command::new(bin.join("node"))
         .arg("--version")

@@ -7,14 +7,7 @@
 use crate::util::repo_root;
 use std::process::Command;
 
-fn suite_installed() -> bool {
-    let bin = repo_root().join("tests/conformance/node_modules/.bin");
-    let node22 = Command::new(bin.join("node"))
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"v22."));
-    node22 && bin.join("conformance").exists()
-}
+use crate::conformance::suite_installed;
 
 fn scenario(name: &str) {
     if !suite_installed() && std::env::var_os("CI").is_none() {

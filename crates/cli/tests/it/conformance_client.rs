@@ -19,12 +19,8 @@ const SCENARIOS: &[&str] = &[
 ];
 
 fn suite_bin() -> Option<std::path::PathBuf> {
-    let bin = repo_root().join("tests/conformance/node_modules/.bin");
-    let node22 = Command::new(bin.join("node"))
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"v22."));
-    (node22 && bin.join("conformance").exists()).then_some(bin)
+    crate::conformance::suite_installed()
+        .then(|| repo_root().join("tests/conformance/node_modules/.bin"))
 }
 
 /// `Passed: N/M, K failed` from the suite's output, as (N, M, K).
