@@ -64,3 +64,43 @@ fn the_registry_entry_names_this_crate_and_version() {
     assert_eq!(package["version"], env!("CARGO_PKG_VERSION"));
     assert!(registry["description"].as_str().unwrap().len() <= 100);
 }
+
+/// The MCP registry's schema for `server.json` (`$id` .../2025-09-29/server.schema.json), kept
+/// beside the packaging scripts: the registry validates submissions against it.
+fn registry_schema() -> toolwright_schema::Validator {
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../../packaging/registry/server.schema.json"
+    ))
+    .unwrap();
+    toolwright_schema::Validator::compile(&schema).expect("the registry's schema compiles")
+}
+
+#[test]
+fn the_registry_entry_is_valid_under_the_registrys_schema() {
+    let registry: Value = serde_json::from_str(include_str!("../../../server.json")).unwrap();
+    let schema_id = registry["$schema"].as_str().unwrap();
+    assert!(
+        schema_id.ends_with("/2025-09-29/server.schema.json"),
+        "{schema_id}"
+    );
+    if let Err(violations) = registry_schema().validate(&registry) {
+        panic!("{}", toolwright_schema::format_violations(&violations));
+    }
+}
+
+#[test]
+fn the_registrys_schema_refuses_what_the_registry_refuses() {
+    let valid: Value = serde_json::from_str(include_str!("../../../server.json")).unwrap();
+    let schema = registry_schema();
+    let mut latest = valid.clone();
+    latest["packages"][0]["version"] = "latest".into();
+    let mut long = valid.clone();
+    long["description"] = "x".repeat(101).into();
+    let mut bad_name = valid.clone();
+    bad_name["name"] = "toolwright".into();
+    let mut unknown_key = valid;
+    unknown_key["packages"][0]["registry_type"] = "cargo".into();
+    for instance in [latest, long, bad_name, unknown_key] {
+        assert!(!schema.is_valid(&instance), "accepted: {instance}");
+    }
+}
