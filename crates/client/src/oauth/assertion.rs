@@ -1,6 +1,8 @@
 //! JWT client assertions (RFC 7523 §2.2, OAuth's `private_key_jwt`): the client proves who
 //! it is with a short-lived JWT signed by its own key instead of a shared secret.
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
 
@@ -65,7 +67,7 @@ impl ClientKey {
             "aud": audience,
             "iat": iat,
             "exp": iat + LIFETIME,
-            "jti": super::pkce::random_token(),
+            "jti": URL_SAFE_NO_PAD.encode(rand::random::<[u8; 24]>()),
         });
         self.sign(&claims)
             .map_err(|e| auth(format!("cannot sign the client assertion: {e}")))

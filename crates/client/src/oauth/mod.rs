@@ -23,14 +23,19 @@
 //! client: client credentials, or cross-app access (an enterprise IdP's ID token exchanged
 //! for an ID-JAG, then a JWT bearer grant). With [`OAuthOptions::client_key`] the client
 //! authenticates with a signed JWT (`private_key_jwt`) rather than a secret.
+//!
+//! The standard grants (the authorization URL with PKCE and state, the code exchange,
+//! refresh, client credentials, basic and body client authentication) are the `oauth2`
+//! crate's, over this crate's own HTTP requests; discovery, the challenge's parsing, the
+//! token exchange and the JWT bearer grant, which it does not have, are written here.
 
 mod assertion;
 mod cache;
 mod discovery;
 mod fetch;
 mod grants;
+mod http_client;
 mod metadata;
-mod pkce;
 mod redirect;
 mod token;
 
@@ -51,7 +56,7 @@ use discovery::{
     bearer_challenge, canonical_resource, choose_scope, resource_matches, union_scopes,
 };
 use metadata::{legacy_metadata, protected_resource_metadata, server_metadata};
-use token::{Tokens, secret_method, token_request};
+use token::{Tokens, secret_method};
 
 /// How many times a 403 `insufficient_scope` may send the user back to authorize.
 pub const MAX_STEP_UPS: u32 = 2;
@@ -197,13 +202,7 @@ impl OAuth {
             }
             if let (Some(rt), Some(sess)) = (refresh, session.as_ref()) {
                 self.state.lock().refresh = None;
-                if let Ok(t) = token_request(
-                    sess,
-                    &[("grant_type", "refresh_token"), ("refresh_token", &rt)],
-                    self.options.client_key.as_ref(),
-                )
-                .await
-                {
+                if let Ok(t) = token::refresh(sess, &rt, self.options.client_key.as_ref()).await {
                     self.store(t, session);
                     return Ok(true);
                 }
@@ -340,16 +339,13 @@ impl OAuth {
             resource,
         };
         let key = self.options.client_key.as_ref();
-        let mut params = Vec::new();
         let mut tokens = match &self.options.grant {
             Grant::AuthorizationCode => {
                 return self.authorization_code(&meta, session, scope).await;
             }
             Grant::ClientCredentials => {
                 session.client = self.preregistered(&meta)?;
-                params.push(("grant_type", "client_credentials".to_owned()));
-                params.extend(scope.clone().map(|s| ("scope", s)));
-                token_request(&session, &borrowed(&params), key).await?
+                token::client_credentials(&session, scope.as_deref(), key).await?
             }
             Grant::CrossApp(x) => {
                 session.client = self.preregistered(&meta)?;
@@ -360,10 +356,7 @@ impl OAuth {
                     scope.as_deref(),
                 )
                 .await?;
-                params.push(("grant_type", grants::JWT_BEARER.to_owned()));
-                params.push(("assertion", jag));
-                params.extend(scope.clone().map(|s| ("scope", s)));
-                token_request(&session, &borrowed(&params), key).await?
+                token::jwt_bearer(&session, &jag, scope.as_deref(), key).await?
             }
         };
         if tokens.scope.is_none() {
@@ -394,37 +387,18 @@ impl OAuth {
         session.client = self
             .client(meta, &loopback.redirect_uri, scope.as_deref())
             .await?;
-        let pkce = pkce::Pkce::new();
-        let state = pkce::random_token();
-        let mut url = authorization_endpoint;
-        {
-            let mut q = url.query_pairs_mut();
-            q.append_pair("response_type", "code")
-                .append_pair("client_id", &session.client.id)
-                .append_pair("redirect_uri", &loopback.redirect_uri)
-                .append_pair("code_challenge", &pkce.challenge)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state)
-                .append_pair("resource", &session.resource);
-            if let Some(s) = &scope {
-                q.append_pair("scope", s);
-            }
-        }
+        let (url, state, verifier) = token::authorization_url(
+            &session,
+            &authorization_endpoint,
+            &loopback.redirect_uri,
+            scope.as_deref(),
+        )?;
         let redirect_uri = loopback.redirect_uri.clone();
         let code = loopback
-            .authorize(&url, &state, self.options.browser)
+            .authorize(&url, state.secret(), self.options.browser)
             .await?;
-        let mut tokens = token_request(
-            &session,
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", &redirect_uri),
-                ("code_verifier", &pkce.verifier),
-            ],
-            self.options.client_key.as_ref(),
-        )
-        .await?;
+        let key = self.options.client_key.as_ref();
+        let mut tokens = token::exchange_code(&session, &redirect_uri, code, verifier, key).await?;
         if tokens.scope.is_none() {
             tokens.scope = scope;
         }
@@ -531,10 +505,6 @@ fn endpoint_of(meta: &Value, k: &str) -> Result<Url, ClientError> {
         .and_then(Value::as_str)
         .ok_or_else(|| auth(format!("the authorization server metadata has no {k}")))?;
     Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))
-}
-
-fn borrowed<'a>(params: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
-    params.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 impl Authorizer for OAuth {
