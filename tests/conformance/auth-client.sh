@@ -4,7 +4,11 @@
 # runs it as `auth-client.sh URL`. It lists the server's tools, then calls test-tool, with
 # toolwright's OAuth (a fresh token cache per run, so the call reuses the list's token),
 # the pre-registered client from MCP_CONFORMANCE_CONTEXT when the scenario gives one, and
-# the suite's client metadata document URL. TOOLWRIGHT_BIN names the binary.
+# the suite's client metadata document URL. The client credentials scenarios use
+# `--grant client-credentials` (the secret, or the private key written to a 0600 file), the
+# cross-app access one `--grant cross-app` (the IdP's ID token in the environment).
+# Context values are only ever passed as quoted arguments, environment values or file
+# contents, never run. TOOLWRIGHT_BIN names the binary.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${TOOLWRIGHT_BIN:-toolwright}
@@ -22,5 +26,18 @@ export OAUTH_CLIENT_SECRET
 set -- --url "$url" --client-metadata-url https://conformance-test.local/client-metadata.json
 if [ -n "$id" ]; then set -- "$@" --client-id "$id"; fi
 if [ -n "$id" ] && [ -n "$OAUTH_CLIENT_SECRET" ]; then set -- "$@" --client-secret-env OAUTH_CLIENT_SECRET; fi
+case "${MCP_CONFORMANCE_SCENARIO:-}" in
+auth/client-credentials-jwt)
+    key="$XDG_STATE_HOME/client-key.pem"
+    (umask 077 && field private_key_pem >"$key")
+    set -- "$@" --grant client-credentials --client-assertion-key "$key" ;;
+auth/client-credentials-*)
+    set -- "$@" --grant client-credentials ;;
+auth/cross-app-access-*)
+    IDP_ID_TOKEN=$(field idp_id_token)
+    export IDP_ID_TOKEN
+    set -- "$@" --grant cross-app --id-token-env IDP_ID_TOKEN \
+        --idp-token-endpoint "$(field idp_token_endpoint)" --idp-client-id "$(field idp_client_id)" ;;
+esac
 "$bin" list "$@"
 "$bin" call "$@" --yes test-tool

@@ -4,14 +4,35 @@
 //! (discovery, registration, the authorization URL printed to stderr and opened with
 //! `$BROWSER`, a loopback redirect to 127.0.0.1), and tokens are cached in
 //! `$XDG_STATE_HOME/toolwright/oauth-tokens.json` (else `~/.local/state/…`), mode 0600.
-//! `--no-oauth` lets a 401 stand.
+//! `--no-oauth` lets a 401 stand. `--grant` picks a grant without a browser instead: client
+//! credentials (with `--client-secret-env` or `--client-assertion-key`), or cross-app access
+//! (`--id-token-env` and the `--idp-*` options). Secrets are read from the environment or
+//! from files, never from the command line.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
-use clap::Args;
-use toolwright_client::Authorizer;
-use toolwright_client::oauth::{OAuth, OAuthOptions, default_cache_path};
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
+use toolwright_client::oauth::{
+    ClientKey, CrossApp, Grant, OAuth, OAuthOptions, default_cache_path,
+};
+use toolwright_client::{Authorizer, ClientError};
+
+/// The grants `--grant` names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum GrantArg {
+    /// The user authorizes in a browser (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// The pre-registered client gets a token for itself (needs --client-id, and
+    /// --client-secret-env or --client-assertion-key).
+    ClientCredentials,
+    /// Enterprise-managed: the user's ID token from the IdP (--id-token-env) is exchanged at
+    /// --idp-token-endpoint for an ID-JAG, which the server's authorization server takes as
+    /// a JWT bearer grant (needs --client-id and --idp-client-id).
+    CrossApp,
+}
 
 // How the client authorizes itself to an HTTP server that asks.
 #[derive(Debug, Args, Clone, Default)]
@@ -19,6 +40,9 @@ pub struct AuthArgs {
     /// Do not start OAuth authorization when the server answers 401.
     #[arg(long, requires = "url")]
     pub no_oauth: bool,
+    /// OAuth: how the token is had [default: authorization-code].
+    #[arg(long, value_enum, value_name = "GRANT", requires = "url")]
+    pub grant: Option<GrantArg>,
     /// OAuth: a pre-registered client ID (else a client ID metadata document or dynamic
     /// registration).
     #[arg(long, value_name = "ID", requires = "url")]
@@ -26,6 +50,30 @@ pub struct AuthArgs {
     /// OAuth: the environment variable holding the pre-registered client's secret.
     #[arg(long, value_name = "VAR", requires = "client_id")]
     pub client_secret_env: Option<String>,
+    /// OAuth: a PEM file with the pre-registered client's EC P-256 private key (PKCS#8):
+    /// the client authenticates with a JWT it signs (private_key_jwt, ES256), not a secret.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "client_id",
+        conflicts_with = "client_secret_env"
+    )]
+    pub client_assertion_key: Option<PathBuf>,
+    /// OAuth, --grant cross-app: the environment variable holding the user's ID token from
+    /// the identity provider.
+    #[arg(long, value_name = "VAR", requires = "url")]
+    pub id_token_env: Option<String>,
+    /// OAuth, --grant cross-app: the identity provider's token endpoint (where the ID token is
+    /// exchanged for an ID-JAG).
+    #[arg(long, value_name = "URL", requires = "url")]
+    pub idp_token_endpoint: Option<String>,
+    /// OAuth, --grant cross-app: this client's ID at the identity provider.
+    #[arg(long, value_name = "ID", requires = "url")]
+    pub idp_client_id: Option<String>,
+    /// OAuth, --grant cross-app: the environment variable holding this client's secret at the
+    /// identity provider, if it has one.
+    #[arg(long, value_name = "VAR", requires = "idp_client_id")]
+    pub idp_client_secret_env: Option<String>,
     /// OAuth: the URL of this client's metadata document, used as its client ID where the
     /// authorization server supports client ID metadata documents.
     #[arg(long, value_name = "URL", requires = "url")]
@@ -49,16 +97,75 @@ impl AuthArgs {
         if self.no_oauth {
             return Ok(None);
         }
-        let client_secret = match &self.client_secret_env {
-            Some(var) => Some(
-                std::env::var(var)
-                    .with_context(|| format!("--client-secret-env: ${var} is not set"))?,
-            ),
+        let client_secret = secret_from("--client-secret-env", self.client_secret_env.as_ref())?;
+        let client_key = match &self.client_assertion_key {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| {
+                    format!("--client-assertion-key: cannot read {}", path.display())
+                })?;
+                Some(ClientKey::from_pem(&text).map_err(|e| match e {
+                    ClientError::Auth { reason } => {
+                        anyhow!("--client-assertion-key {}: {reason}", path.display())
+                    }
+                    other => other.into(),
+                })?)
+            }
             None => None,
+        };
+        let grant = self.grant.unwrap_or_default();
+        let cross_app = [
+            ("--id-token-env", self.id_token_env.is_some()),
+            ("--idp-token-endpoint", self.idp_token_endpoint.is_some()),
+            ("--idp-client-id", self.idp_client_id.is_some()),
+        ];
+        if grant != GrantArg::CrossApp
+            && let Some((flag, _)) = cross_app.iter().find(|(_, given)| *given)
+        {
+            bail!("{flag} applies only with --grant cross-app");
+        }
+        let grant = match grant {
+            GrantArg::AuthorizationCode => Grant::AuthorizationCode,
+            GrantArg::ClientCredentials => {
+                if self.client_id.is_none() {
+                    bail!("--grant client-credentials needs --client-id");
+                }
+                if client_secret.is_none() && client_key.is_none() {
+                    bail!(
+                        "--grant client-credentials needs --client-secret-env or --client-assertion-key"
+                    );
+                }
+                Grant::ClientCredentials
+            }
+            GrantArg::CrossApp => {
+                for (flag, given) in cross_app
+                    .iter()
+                    .copied()
+                    .chain([("--client-id", self.client_id.is_some())])
+                {
+                    if !given {
+                        bail!("--grant cross-app needs {flag}");
+                    }
+                }
+                Grant::CrossApp(CrossApp {
+                    // A JWT has no white space: a trailing newline from a file is not its.
+                    id_token: secret_from("--id-token-env", self.id_token_env.as_ref())?
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned(),
+                    idp_token_endpoint: self.idp_token_endpoint.clone().unwrap_or_default(),
+                    idp_client_id: self.idp_client_id.clone().unwrap_or_default(),
+                    idp_client_secret: secret_from(
+                        "--idp-client-secret-env",
+                        self.idp_client_secret_env.as_ref(),
+                    )?,
+                })
+            }
         };
         let oauth: Arc<dyn Authorizer> = OAuth::new(OAuthOptions {
             client_id: self.client_id.clone(),
             client_secret,
+            client_key,
+            grant,
             client_metadata_url: self.client_metadata_url.clone(),
             scope: self.scope.clone(),
             browser: !self.no_browser,
@@ -69,5 +176,15 @@ impl AuthArgs {
             },
         });
         Ok(Some(oauth))
+    }
+}
+
+/// The value of the environment variable an option names: set and not empty.
+fn secret_from(flag: &str, var: Option<&String>) -> Result<Option<String>> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(Some(v)),
+        Ok(_) => bail!("{flag}: the variable {var} is empty"),
+        Err(_) => bail!("{flag}: the variable {var} is not set"),
     }
 }

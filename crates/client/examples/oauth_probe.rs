@@ -58,6 +58,7 @@ async fn main() {
         scope: None,
         browser: true,
         cache: std::env::var_os("OAUTH_PROBE_CACHE").map(Into::into),
+        ..OAuthOptions::default()
     });
     for _ in 0..6 {
         let (status, www, body) = {

@@ -50,6 +50,11 @@ fn scenario(name: &str) {
         passed.contains(" 0 failed, 0 warnings") && text.contains("OVERALL: PASSED"),
         "auth/{name}:\n{text}"
     );
+    assert!(
+        out.status.success(),
+        "auth/{name} exited {}:\n{text}",
+        out.status
+    );
 }
 
 macro_rules! scenarios {
@@ -81,4 +86,7 @@ scenarios! {
     resource_mismatch => "resource-mismatch",
     offline_access_scope => "offline-access-scope",
     offline_access_not_supported => "offline-access-not-supported",
+    client_credentials_basic => "client-credentials-basic",
+    client_credentials_jwt => "client-credentials-jwt",
+    cross_app_access_complete_flow => "cross-app-access-complete-flow",
 }

@@ -28,6 +28,7 @@ mod http_security;
 mod http_strict;
 mod lint;
 mod mrtr;
+mod oauth_grants;
 mod peer;
 mod screenshot;
 mod search_files;

@@ -60,6 +60,33 @@ async fn send(
     body: Option<(&str, String)>,
     headers: Vec<(&'static str, String)>,
 ) -> Result<Answer, ClientError> {
+    let headers = headers
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    let raw = request(url, method, body, headers).await?;
+    let json = serde_json::from_slice(&raw.body).ok();
+    Ok(Answer {
+        status: raw.status,
+        json,
+    })
+}
+
+/// An answer as it came: status, headers and body.
+#[derive(Debug)]
+pub(crate) struct Raw {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+/// Sends one request (`body`: its content type and text) and reads the whole answer.
+pub(crate) async fn request(
+    url: &Url,
+    method: &str,
+    body: Option<(&str, String)>,
+    headers: Vec<(String, String)>,
+) -> Result<Raw, ClientError> {
     let fail = |why: String| auth(format!("{url}: {why}"));
     if url.scheme() != "http" {
         return Err(fail(format!(
@@ -99,7 +126,7 @@ async fn send(
             .header(HOST, authority.as_str())
             .header(ACCEPT, "application/json");
         for (k, v) in &headers {
-            request = request.header(*k, v.as_str());
+            request = request.header(k.as_str(), v.as_str());
         }
         let payload = match body {
             Some((ct, text)) => {
@@ -116,14 +143,17 @@ async fn send(
             .await
             .map_err(|e| fail(e.to_string()))?;
         let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
+        let (parts, body) = response.into_parts();
+        let body = body
             .collect()
             .await
             .map_err(|e| fail(e.to_string()))?
             .to_bytes();
-        let json = serde_json::from_slice(&bytes).ok();
-        Ok(Answer { status, json })
+        Ok(Raw {
+            status,
+            headers: parts.headers,
+            body,
+        })
     };
     tokio::time::timeout(TIMEOUT, work)
         .await

@@ -18,16 +18,29 @@
 //! `client_secret_post` or `none`). A refused token is refreshed once when there is a
 //! refresh token; a 403 `insufficient_scope` asks again for the union of the scopes, at
 //! most [`MAX_STEP_UPS`] times.
+//!
+//! Instead of the browser, [`OAuthOptions::grant`] may name a grant for a pre-registered
+//! client: client credentials, or cross-app access (an enterprise IdP's ID token exchanged
+//! for an ID-JAG, then a JWT bearer grant). With [`OAuthOptions::client_key`] the client
+//! authenticates with a signed JWT (`private_key_jwt`) rather than a secret.
+//!
+//! The standard grants (the authorization URL with PKCE and state, the code exchange,
+//! refresh, client credentials, basic and body client authentication) are the `oauth2`
+//! crate's, over this crate's own HTTP requests; discovery, the challenge's parsing, the
+//! token exchange and the JWT bearer grant, which it does not have, are written here.
 
+mod assertion;
 mod cache;
 mod discovery;
 mod fetch;
-mod pkce;
+mod grants;
+mod http_client;
+mod metadata;
 mod redirect;
+mod token;
 
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use url::Url;
@@ -36,10 +49,14 @@ use crate::ClientError;
 use crate::auth::{Authorizer, Challenge};
 use crate::peer::BoxFuture;
 
+pub use assertion::ClientKey;
+pub use grants::{CrossApp, Grant};
+
 use discovery::{
-    authorization_server_metadata_urls, bearer_challenge, canonical_resource, choose_scope,
-    resource_matches, resource_metadata_urls, union_scopes,
+    bearer_challenge, canonical_resource, choose_scope, resource_matches, union_scopes,
 };
+use metadata::{legacy_metadata, protected_resource_metadata, server_metadata};
+use token::{Tokens, secret_method};
 
 /// How many times a 403 `insufficient_scope` may send the user back to authorize.
 pub const MAX_STEP_UPS: u32 = 2;
@@ -60,6 +77,12 @@ pub struct OAuthOptions {
     pub client_id: Option<String>,
     /// Its secret, if it is a confidential client.
     pub client_secret: Option<String>,
+    /// Its signing key: the token endpoint is then authenticated with a signed JWT
+    /// (`private_key_jwt`, RFC 7523 §2.2) instead of a secret.
+    pub client_key: Option<ClientKey>,
+    /// How the token is had: the authorization code grant (the default), client
+    /// credentials, or cross-app access. The last two need [`OAuthOptions::client_id`].
+    pub grant: Grant,
     /// An HTTPS URL of a client ID metadata document, used as the client ID where the
     /// authorization server supports such documents.
     pub client_metadata_url: Option<String>,
@@ -112,13 +135,6 @@ struct Registered {
     id: String,
     secret: Option<String>,
     method: String,
-}
-
-struct Tokens {
-    access: String,
-    refresh: Option<String>,
-    expires: Option<Instant>,
-    scope: Option<String>,
 }
 
 impl OAuth {
@@ -186,12 +202,7 @@ impl OAuth {
             }
             if let (Some(rt), Some(sess)) = (refresh, session.as_ref()) {
                 self.state.lock().refresh = None;
-                if let Ok(t) = token_request(
-                    sess,
-                    &[("grant_type", "refresh_token"), ("refresh_token", &rt)],
-                )
-                .await
-                {
+                if let Ok(t) = token::refresh(sess, &rt, self.options.client_key.as_ref()).await {
                     self.store(t, session);
                     return Ok(true);
                 }
@@ -304,20 +315,65 @@ impl OAuth {
             }
             None => legacy_metadata(endpoint).await?,
         };
-        if issuer_name.is_empty() {
-            issuer_name = meta
-                .get("issuer")
-                .and_then(Value::as_str)
-                .unwrap_or(endpoint.origin().ascii_serialization().as_str())
-                .to_owned();
+        // The issuer identifier, which assertions are addressed to: the metadata's own
+        // (RFC 8414 §3.3 has it equal the one it was found by).
+        if let Some(i) = meta.get("issuer").and_then(Value::as_str) {
+            issuer_name = i.to_owned();
+        } else if issuer_name.is_empty() {
+            issuer_name = endpoint.origin().ascii_serialization();
         }
-        let endpoint_of = |k: &str| -> Result<Url, ClientError> {
-            let v = meta
-                .get(k)
-                .and_then(Value::as_str)
-                .ok_or_else(|| auth(format!("the authorization server metadata has no {k}")))?;
-            Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))
+        let scope = self
+            .options
+            .scope
+            .clone()
+            .or_else(|| choose_scope(challenge_scope.as_deref(), prm.as_ref()));
+        let mut session = Session {
+            endpoint: canonical_resource(endpoint).to_string(),
+            issuer: issuer_name,
+            token_endpoint: endpoint_of(&meta, "token_endpoint")?,
+            client: Registered {
+                id: String::new(),
+                secret: None,
+                method: String::new(),
+            },
+            resource,
         };
+        let key = self.options.client_key.as_ref();
+        let mut tokens = match &self.options.grant {
+            Grant::AuthorizationCode => {
+                return self.authorization_code(&meta, session, scope).await;
+            }
+            Grant::ClientCredentials => {
+                session.client = self.preregistered(&meta)?;
+                token::client_credentials(&session, scope.as_deref(), key).await?
+            }
+            Grant::CrossApp(x) => {
+                session.client = self.preregistered(&meta)?;
+                let jag = grants::exchange_id_token(
+                    x,
+                    &session.issuer,
+                    &session.resource,
+                    scope.as_deref(),
+                )
+                .await?;
+                token::jwt_bearer(&session, &jag, scope.as_deref(), key).await?
+            }
+        };
+        if tokens.scope.is_none() {
+            tokens.scope = scope;
+        }
+        self.store(tokens, Some(session));
+        Ok(())
+    }
+
+    /// The authorization code grant: the user authorizes in the browser, the code comes
+    /// back to the loopback listener and is exchanged with the PKCE verifier.
+    async fn authorization_code(
+        &self,
+        meta: &Value,
+        mut session: Session,
+        scope: Option<String>,
+    ) -> Result<(), ClientError> {
         let methods = meta
             .get("code_challenge_methods_supported")
             .and_then(Value::as_array);
@@ -326,60 +382,43 @@ impl OAuth {
                 "the authorization server does not advertise PKCE S256 (code_challenge_methods_supported); refusing to go on",
             ));
         }
-        let authorization_endpoint = endpoint_of("authorization_endpoint")?;
-        let token_endpoint = endpoint_of("token_endpoint")?;
-        let scope = self
-            .options
-            .scope
-            .clone()
-            .or_else(|| choose_scope(challenge_scope.as_deref(), prm.as_ref()));
+        let authorization_endpoint = endpoint_of(meta, "authorization_endpoint")?;
         let loopback = redirect::Loopback::bind().await?;
-        let client = self
-            .client(&meta, &loopback.redirect_uri, scope.as_deref())
+        session.client = self
+            .client(meta, &loopback.redirect_uri, scope.as_deref())
             .await?;
-        let pkce = pkce::Pkce::new();
-        let state = pkce::random_token();
-        let mut url = authorization_endpoint;
-        {
-            let mut q = url.query_pairs_mut();
-            q.append_pair("response_type", "code")
-                .append_pair("client_id", &client.id)
-                .append_pair("redirect_uri", &loopback.redirect_uri)
-                .append_pair("code_challenge", &pkce.challenge)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state)
-                .append_pair("resource", &resource);
-            if let Some(s) = &scope {
-                q.append_pair("scope", s);
-            }
-        }
+        let (url, state, verifier) = token::authorization_url(
+            &session,
+            &authorization_endpoint,
+            &loopback.redirect_uri,
+            scope.as_deref(),
+        )?;
         let redirect_uri = loopback.redirect_uri.clone();
         let code = loopback
-            .authorize(&url, &state, self.options.browser)
+            .authorize(&url, state.secret(), self.options.browser)
             .await?;
-        let session = Session {
-            endpoint: canonical_resource(endpoint).to_string(),
-            issuer: issuer_name,
-            token_endpoint,
-            client,
-            resource,
-        };
-        let tokens = token_request(
-            &session,
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", &redirect_uri),
-                ("code_verifier", &pkce.verifier),
-            ],
-        )
-        .await?;
-        let mut tokens = tokens;
+        let key = self.options.client_key.as_ref();
+        let mut tokens = token::exchange_code(&session, &redirect_uri, code, verifier, key).await?;
         if tokens.scope.is_none() {
             tokens.scope = scope;
         }
         self.store(tokens, Some(session));
         Ok(())
+    }
+
+    /// The pre-registered client the grants without a browser need.
+    fn preregistered(&self, meta: &Value) -> Result<Registered, ClientError> {
+        let id =
+            self.options.client_id.clone().ok_or_else(|| {
+                auth("this grant needs a pre-registered client: give its client ID")
+            })?;
+        let secret = self.options.client_secret.clone();
+        let method = if self.options.client_key.is_some() {
+            "private_key_jwt".to_owned()
+        } else {
+            secret_method(secret.is_some(), &auth_methods(meta))
+        };
+        Ok(Registered { id, secret, method })
     }
 
     async fn client(
@@ -388,19 +427,9 @@ impl OAuth {
         redirect_uri: &str,
         scope: Option<&str>,
     ) -> Result<Registered, ClientError> {
-        let supported: Vec<&str> = meta
-            .get("token_endpoint_auth_methods_supported")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_else(|| vec!["client_secret_basic"]);
-        if let Some(id) = &self.options.client_id {
-            let secret = self.options.client_secret.clone();
-            let method = secret_method(secret.is_some(), &supported);
-            return Ok(Registered {
-                id: id.clone(),
-                secret,
-                method,
-            });
+        let supported = auth_methods(meta);
+        if self.options.client_id.is_some() {
+            return self.preregistered(meta);
         }
         if let Some(doc) = &self.options.client_metadata_url
             && meta.get("client_id_metadata_document_supported") == Some(&Value::Bool(true))
@@ -460,137 +489,22 @@ impl OAuth {
     }
 }
 
-/// The token endpoint authentication to use: with a secret, `client_secret_basic` if the
-/// server takes it, else `client_secret_post`; `none` otherwise.
-fn secret_method(has_secret: bool, supported: &[&str]) -> String {
-    if has_secret {
-        for m in ["client_secret_basic", "client_secret_post"] {
-            if supported.contains(&m) {
-                return m.into();
-            }
-        }
-    }
-    if supported.contains(&"none") || !has_secret {
-        "none".into()
-    } else {
-        "client_secret_basic".into()
-    }
+/// The token endpoint authentication methods the server takes (RFC 8414's default when
+/// it does not say).
+fn auth_methods(meta: &Value) -> Vec<&str> {
+    meta.get("token_endpoint_auth_methods_supported")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_else(|| vec!["client_secret_basic"])
 }
 
-async fn token_request(session: &Session, params: &[(&str, &str)]) -> Result<Tokens, ClientError> {
-    let c = &session.client;
-    let mut headers = Vec::new();
-    let form = {
-        let mut form = url::form_urlencoded::Serializer::new(String::new());
-        form.extend_pairs(params.iter().copied());
-        form.append_pair("resource", &session.resource);
-        match (c.method.as_str(), &c.secret) {
-            ("client_secret_basic", Some(secret)) => {
-                let enc = |s: &str| {
-                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
-                };
-                let pair = format!("{}:{}", enc(&c.id), enc(secret));
-                headers.push((
-                    "authorization",
-                    format!(
-                        "Basic {}",
-                        base64::engine::general_purpose::STANDARD.encode(pair)
-                    ),
-                ));
-            }
-            ("client_secret_post", Some(secret)) => {
-                form.append_pair("client_id", &c.id);
-                form.append_pair("client_secret", secret);
-            }
-            _ => {
-                form.append_pair("client_id", &c.id);
-            }
-        }
-        form.finish()
-    };
-    let answer = fetch::post_form(&session.token_endpoint, form, headers).await?;
-    let doc = answer.json.unwrap_or(Value::Null);
-    if answer.status != 200 {
-        let what = doc
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("no error code");
-        return Err(auth(format!(
-            "the token endpoint answered HTTP {} ({what})",
-            answer.status
-        )));
-    }
-    let access = doc
-        .get("access_token")
+/// A URL-valued member of the authorization server metadata.
+fn endpoint_of(meta: &Value, k: &str) -> Result<Url, ClientError> {
+    let v = meta
+        .get(k)
         .and_then(Value::as_str)
-        .ok_or_else(|| auth("the token response has no access_token"))?;
-    Ok(Tokens {
-        access: access.to_owned(),
-        refresh: doc
-            .get("refresh_token")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        expires: doc
-            .get("expires_in")
-            .and_then(Value::as_u64)
-            .map(|s| Instant::now() + Duration::from_secs(s)),
-        scope: doc.get("scope").and_then(Value::as_str).map(str::to_owned),
-    })
-}
-
-/// The first protected resource metadata found, or `None` when there is none (a
-/// 2025-03-26 server).
-async fn protected_resource_metadata(
-    endpoint: &Url,
-    advertised: Option<&str>,
-) -> Result<Option<Value>, ClientError> {
-    let mut urls = Vec::new();
-    if let Some(a) = advertised {
-        urls.push(Url::parse(a).map_err(|e| auth(format!("resource_metadata {a:?}: {e}")))?);
-    } else {
-        urls = resource_metadata_urls(endpoint);
-    }
-    for u in urls {
-        let a = fetch::get_json(&u).await?;
-        if a.status == 200
-            && let Some(doc) = a.json.filter(Value::is_object)
-        {
-            return Ok(Some(doc));
-        }
-    }
-    Ok(None)
-}
-
-async fn server_metadata(issuer: &Url) -> Result<Option<Value>, ClientError> {
-    for u in authorization_server_metadata_urls(issuer) {
-        let a = fetch::get_json(&u).await?;
-        if a.status == 200
-            && let Some(doc) = a.json.filter(Value::is_object)
-        {
-            return Ok(Some(doc));
-        }
-    }
-    Ok(None)
-}
-
-/// 2025-03-26: the authorization server is the MCP server's origin; without metadata,
-/// its default endpoints (and S256, which that revision requires).
-async fn legacy_metadata(endpoint: &Url) -> Result<Value, ClientError> {
-    let mut base = endpoint.clone();
-    base.set_path("/");
-    base.set_query(None);
-    base.set_fragment(None);
-    if let Some(doc) = server_metadata(&base).await? {
-        return Ok(doc);
-    }
-    let at = |p: &str| base.join(p).map(String::from).unwrap_or_default();
-    Ok(json!({
-        "authorization_endpoint": at("/authorize"),
-        "token_endpoint": at("/token"),
-        "registration_endpoint": at("/register"),
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
-    }))
+        .ok_or_else(|| auth(format!("the authorization server metadata has no {k}")))?;
+    Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))
 }
 
 impl Authorizer for OAuth {
