@@ -98,13 +98,15 @@
 //! - `headers.rs`: MCP headers and the modern mirroring rules; `accept.rs`: `Accept`.
 //! - `budget.rs`: the stream budgets, in total and per client.
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
-//! - `session.rs`: legacy sessions and their table.
+//! - `session.rs`: legacy sessions and their table; [`store`]: the trait of shared session
+//!   stores and the in-memory one; `cluster.rs`: what a replica does with a shared store.
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
 //! - [`config`], [`error`].
 
 mod accept;
 mod body;
 mod budget;
+mod cluster;
 pub mod config;
 pub mod error;
 mod guard;
@@ -114,6 +116,7 @@ mod post;
 mod respond;
 mod service;
 mod session;
+pub mod store;
 mod stream;
 mod streams;
 
@@ -121,3 +124,4 @@ pub use config::HttpConfig;
 pub use error::Error;
 pub use guard::check_auth_token;
 pub use listener::{HttpServer, shutdown_signal};
+pub use store::{MemoryStore, SessionStore};
