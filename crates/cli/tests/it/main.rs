@@ -25,6 +25,7 @@ mod http_client;
 mod http_modern;
 mod http_node;
 mod http_security;
+mod http_shared;
 mod http_strict;
 mod lint;
 mod mrtr;
