@@ -22,6 +22,7 @@ mod gateway_config;
 mod help_and_errors;
 mod http;
 mod http_client;
+mod http_deploy;
 mod http_modern;
 mod http_node;
 mod http_security;
