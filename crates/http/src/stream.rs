@@ -515,4 +515,40 @@ mod tests {
         c.push(msg(2));
         assert_eq!(take(&c, t), vec![(2, msg(2))]);
     }
+
+    #[test]
+    fn a_mirror_sees_what_was_held_then_everything_in_order_then_the_end() {
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let c = Cell::new(8, true);
+        c.push(msg(1));
+        let s = seen.clone();
+        c.mirror(Box::new(move |seq, line| {
+            s.lock().push((seq, line.map(<[u8]>::to_vec)));
+        }));
+        c.push(msg(2));
+        c.finish(Some(msg(3)));
+        c.push(msg(4));
+        assert_eq!(
+            *seen.lock(),
+            vec![
+                (1, Some(msg(1))),
+                (2, Some(msg(2))),
+                (3, Some(msg(3))),
+                (4, None)
+            ]
+        );
+    }
+
+    #[test]
+    fn numbered_pushes_skip_duplicates_and_jump_gaps() {
+        let c = Cell::starting_after(8, false, 4);
+        let (t, before) = c.attach(None);
+        assert_eq!(before, 4);
+        c.push_numbered(5, msg(5));
+        c.push_numbered(5, msg(0));
+        assert_eq!(take(&c, t), vec![(5, msg(5))]);
+        c.push_numbered(9, msg(9));
+        c.push_numbered(10, msg(1));
+        assert_eq!(take(&c, t), vec![(9, msg(9)), (10, msg(1))]);
+    }
 }
