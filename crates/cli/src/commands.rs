@@ -415,7 +415,8 @@ fn session_store(
         anyhow::bail!("--session-store: {url:?} is not a redis:// or redis+unix:// URL");
     }
     let store = toolwright_sessions_redis::RedisStore::open(url)
-        .map_err(|e| anyhow::anyhow!("--session-store: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("--session-store: {e}"))?
+        .with_timeout(Duration::from_millis(a.session_store_timeout.max(1)));
     Ok(Some(std::sync::Arc::new(store)))
 }
 

@@ -78,6 +78,7 @@ return 1
 pub struct RedisStore {
     client: Client,
     conn: Mutex<Option<MultiplexedConnection>>,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -111,7 +112,34 @@ impl RedisStore {
         Ok(RedisStore {
             client,
             conn: Mutex::new(None),
+            timeout: Duration::from_secs(2),
         })
+    }
+
+    /// Gives up on a connection that does not answer within `timeout` (default 2 s): the
+    /// operation fails with [`StoreError::Timeout`] and the next one connects again, so a
+    /// Redis that hung (or a link that died silently) is not waited on forever.
+    pub fn with_timeout(mut self, timeout: Duration) -> RedisStore {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Runs `f` on the connection within the timeout.
+    async fn within<T>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.timeout, f).await {
+            Ok(r) => r.map_err(|e| self.failed(e)),
+            Err(_) => {
+                self.forget();
+                Err(StoreError::Timeout)
+            }
+        }
+    }
+
+    fn forget(&self) {
+        *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     async fn conn(&self) -> Result<MultiplexedConnection, StoreError> {
@@ -119,11 +147,15 @@ impl RedisStore {
         if let Some(c) = have {
             return Ok(c);
         }
-        let c = self
-            .client
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(unavailable)?;
+        let c = match tokio::time::timeout(
+            self.timeout,
+            self.client.get_multiplexed_async_connection(),
+        )
+        .await
+        {
+            Ok(c) => c.map_err(unavailable)?,
+            Err(_) => return Err(StoreError::Timeout),
+        };
         *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
         Ok(c)
     }
@@ -132,13 +164,13 @@ impl RedisStore {
     fn failed(&self, e: RedisError) -> StoreError {
         // A connection that failed once is not trusted again: the next operation makes a
         // new one (cheap next to a Redis round trip, and how a restarted Redis is found).
-        *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.forget();
         unavailable(e)
     }
 
     async fn run<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, StoreError> {
         let mut c = self.conn().await?;
-        cmd.query_async(&mut c).await.map_err(|e| self.failed(e))
+        self.within(cmd.query_async(&mut c)).await
     }
 
     async fn script<T: redis::FromRedisValue>(
@@ -198,17 +230,15 @@ impl SessionStore for RedisStore {
             let json = record_json(record)?;
             let key = session_key(id);
             let mut c = self.conn().await?;
-            redis::pipe()
-                .atomic()
+            let mut pipe = redis::pipe();
+            pipe.atomic()
                 .hset(&key, "r", json)
                 .ignore()
                 .hset(&key, "streams", 0)
                 .ignore()
                 .pexpire(&key, idle.as_millis() as i64)
-                .ignore()
-                .query_async::<()>(&mut c)
-                .await
-                .map_err(|e| self.failed(e))
+                .ignore();
+            self.within(pipe.query_async::<()>(&mut c)).await
         })
     }
 
@@ -289,9 +319,7 @@ impl SessionStore for RedisStore {
                 pipe.publish(BUS, format!("e {stream} {session}")).ignore();
             }
             let mut c = self.conn().await?;
-            pipe.query_async::<()>(&mut c)
-                .await
-                .map_err(|e| self.failed(e))
+            self.within(pipe.query_async::<()>(&mut c)).await
         })
     }
 
@@ -332,9 +360,7 @@ impl SessionStore for RedisStore {
             let mut payload = format!("r {node} {id} ").into_bytes();
             payload.extend_from_slice(line);
             let mut c = self.conn().await?;
-            c.publish::<_, _, ()>(BUS, payload)
-                .await
-                .map_err(|e| self.failed(e))
+            self.within(c.publish::<_, _, ()>(BUS, payload)).await
         })
     }
 

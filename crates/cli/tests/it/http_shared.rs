@@ -169,6 +169,30 @@ fn a_store_that_is_gone_means_503_for_sessions_only_and_recovers() {
 }
 
 #[test]
+fn a_store_that_hangs_means_503_within_the_timeout_and_recovers() {
+    if !redis_server::available() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let a = replica(&redis);
+    let session = LegacySession::open(&a, LEGACY);
+    redis.pause();
+    let r = session.post(&a, &request(2, "ping", json!({})));
+    redis.resume();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.text().contains("session store"), "{}", r.text());
+    let mut status = 0;
+    for _ in 0..100 {
+        status = session.post(&a, &request(3, "ping", json!({}))).status;
+        if status != 503 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(status, 200, "the session survived the pause");
+}
+
+#[test]
 fn session_store_urls_are_checked() {
     let out = std::process::Command::new(crate::util::bin())
         .args([
