@@ -248,6 +248,23 @@ async fn redis_recovers_without_a_restart() {
     redis_gone_then_back(Arc::new(store), &mut server).await;
 }
 
+#[tokio::test]
+async fn a_redis_that_hangs_times_out_then_answers_again() {
+    if !redis_server::available() {
+        return;
+    }
+    let server = RedisServer::start();
+    let store = RedisStore::open(&server.url())
+        .unwrap()
+        .with_timeout(Duration::from_millis(300));
+    store.create("s1", &record(), IDLE).await.unwrap();
+    server.pause();
+    let hung = store.touch("s1", IDLE).await;
+    server.resume();
+    assert!(matches!(hung, Err(StoreError::Timeout)), "{hung:?}");
+    assert_eq!(store.touch("s1", IDLE).await.unwrap(), Some(record()));
+}
+
 #[test]
 fn bad_urls_are_refused() {
     let e = RedisStore::open("http://nope").unwrap_err();

@@ -1,6 +1,9 @@
 //! A real `redis-server` for tests: its own process on a free loopback port, no
 //! persistence, stopped (and restartable on the same port) by the test.
 
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
+
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
