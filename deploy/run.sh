@@ -79,6 +79,8 @@ done
 nginx_port="$(free_port)"
 mkdir -p "$dir/nginx"
 cat >"$dir/nginx.conf" <<CONF
+# Workers as the current user too (nginx ignores this, with a warning, unless run as root).
+user $(id -un) $(id -gn);
 worker_processes 1;
 daemon off;
 pid $dir/nginx.pid;

@@ -65,6 +65,20 @@
 //! tools report that the client lacks them). Modern clients lose nothing: that era is
 //! stateless by design.
 //!
+//! # Sessions shared by replicas
+//!
+//! With [`HttpConfig::session_store`] (a [`SessionStore`]: [`MemoryStore`] in one process,
+//! `toolwright-sessions-redis` across machines), legacy sessions keep their state in the
+//! store and any replica serves any request of any session, with no sticky routing: the
+//! session's record is read (and its idle expiry pushed back) by every session request;
+//! every stream's events are copied, in order, to bounded logs, so `Last-Event-ID` resumes
+//! a stream anywhere and a GET stream carries what another replica sent; a client's answer
+//! to a request the server sent is handed to the replica whose call waits for it; `DELETE`
+//! and idle expiry hold everywhere. Each store operation is bounded by
+//! [`HttpConfig::session_store_timeout`]; a session request the store cannot answer gets 503
+//! with `Retry-After`, while stateless and modern requests never touch the store. Without a
+//! store (the default) nothing on a request's path consults one. See [`store`].
+//!
 //! # Security and limits
 //!
 //! The default address is loopback. `Host` must be a loopback name (or the bound address,
