@@ -17,6 +17,9 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v fdfind >/dev/null 2>&1 || need_apt+=(fd-find)
 # GNU units backs the unit-converter example pack (examples/units), which the tests run.
 command -v units >/dev/null 2>&1 || need_apt+=(units)
+# Shared legacy sessions: the Redis session store and the three-replica deploy test.
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v nginx >/dev/null 2>&1 || need_apt+=(nginx)
 command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"

@@ -251,6 +251,24 @@ pub struct HttpArgs {
     /// Seconds after which an idle legacy session ends.
     #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "addr")]
     pub session_idle_timeout: u64,
+    /// Keep legacy sessions, their event logs and server-to-client requests in Redis
+    /// (redis://HOST:PORT/DB), so replicas sharing it serve each other's sessions
+    /// [default: in this process].
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "addr",
+        conflicts_with = "stateless"
+    )]
+    pub session_store: Option<String>,
+    /// Milliseconds to wait for the session store before answering 503.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 2000,
+        requires = "session_store"
+    )]
+    pub session_store_timeout: u64,
     /// An Origin allowed besides `localhost`, `127.0.0.1` and `[::1]` (repeatable; `*` for any).
     #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "addr")]
     pub allowed_origins: Vec<String>,

@@ -398,8 +398,26 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
         max_get_streams_per_client: a.max_get_streams_per_client,
         max_body_bytes: a.max_body_bytes,
         threads: a.http_threads,
+        session_store: session_store(a)?,
+        session_store_timeout: Duration::from_millis(a.session_store_timeout.max(1)),
         ..toolwright_http::HttpConfig::default()
     })
+}
+
+/// The shared session store `--session-store` names.
+fn session_store(
+    a: &HttpArgs,
+) -> Result<Option<std::sync::Arc<dyn toolwright_http::SessionStore>>> {
+    let Some(url) = &a.session_store else {
+        return Ok(None);
+    };
+    if !(url.starts_with("redis://") || url.starts_with("redis+unix://")) {
+        anyhow::bail!("--session-store: {url:?} is not a redis:// or redis+unix:// URL");
+    }
+    let store = toolwright_sessions_redis::RedisStore::open(url)
+        .map_err(|e| anyhow::anyhow!("--session-store: {e}"))?
+        .with_timeout(Duration::from_millis(a.session_store_timeout.max(1)));
+    Ok(Some(std::sync::Arc::new(store)))
 }
 
 fn definitions(server: &Server) -> Vec<ToolDefinition> {

@@ -1,5 +1,7 @@
 //! Settings of the HTTP transport.
 
+use crate::store::SessionStore;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Settings of [`HttpServer`](crate::HttpServer). [`HttpConfig::default`] is loopback-only,
@@ -65,6 +67,13 @@ pub struct HttpConfig {
     pub event_store_capacity: usize,
     /// Finished-but-unread POST streams kept per legacy session for resumption.
     pub max_stored_streams: usize,
+    /// Where legacy sessions live. `None` (the default): in this process only. A shared
+    /// store ([`MemoryStore`](crate::store::MemoryStore), Redis) lets replicas serve each
+    /// other's sessions, see [`store`](crate::store).
+    pub session_store: Option<Arc<dyn SessionStore>>,
+    /// Longest wait for one session store operation; a session request whose store does
+    /// not answer in time gets 503.
+    pub session_store_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -93,6 +102,8 @@ impl Default for HttpConfig {
             keep_alive_interval: Duration::from_secs(15),
             event_store_capacity: 1_024,
             max_stored_streams: 64,
+            session_store: None,
+            session_store_timeout: Duration::from_secs(2),
         }
     }
 }

@@ -65,6 +65,20 @@
 //! tools report that the client lacks them). Modern clients lose nothing: that era is
 //! stateless by design.
 //!
+//! # Sessions shared by replicas
+//!
+//! With [`HttpConfig::session_store`] (a [`SessionStore`]: [`MemoryStore`] in one process,
+//! `toolwright-sessions-redis` across machines), legacy sessions keep their state in the
+//! store and any replica serves any request of any session, with no sticky routing: the
+//! session's record is read (and its idle expiry pushed back) by every session request;
+//! every stream's events are copied, in order, to bounded logs, so `Last-Event-ID` resumes
+//! a stream anywhere and a GET stream carries what another replica sent; a client's answer
+//! to a request the server sent is handed to the replica whose call waits for it; `DELETE`
+//! and idle expiry hold everywhere. Each store operation is bounded by
+//! [`HttpConfig::session_store_timeout`]; a session request the store cannot answer gets 503
+//! with `Retry-After`, while stateless and modern requests never touch the store. Without a
+//! store (the default) nothing on a request's path consults one. See [`store`].
+//!
 //! # Security and limits
 //!
 //! The default address is loopback. `Host` must be a loopback name (or the bound address,
@@ -98,13 +112,15 @@
 //! - `headers.rs`: MCP headers and the modern mirroring rules; `accept.rs`: `Accept`.
 //! - `budget.rs`: the stream budgets, in total and per client.
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
-//! - `session.rs`: legacy sessions and their table.
+//! - `session.rs`: legacy sessions and their table; [`store`]: the trait of shared session
+//!   stores and the in-memory one; `cluster.rs`: what a replica does with a shared store.
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
 //! - [`config`], [`error`].
 
 mod accept;
 mod body;
 mod budget;
+mod cluster;
 pub mod config;
 pub mod error;
 mod guard;
@@ -114,6 +130,7 @@ mod post;
 mod respond;
 mod service;
 mod session;
+pub mod store;
 mod stream;
 mod streams;
 
@@ -121,3 +138,4 @@ pub use config::HttpConfig;
 pub use error::Error;
 pub use guard::check_auth_token;
 pub use listener::{HttpServer, shutdown_signal};
+pub use store::{MemoryStore, SessionStore};

@@ -230,6 +230,7 @@ impl HttpServer {
             serving_thread(l, acceptor.clone(), stop.clone());
         }
         let sweeper = tokio::spawn(sweep(shared.clone()));
+        let store_tasks = crate::cluster::start(&shared);
         let accepted = acceptor.run(listener, signal).await;
         stop.cancel();
         if let Err(e) = accepted {
@@ -241,6 +242,9 @@ impl HttpServer {
         tracing::info!("shutting down: finishing requests in progress");
         shared.shutdown.cancel();
         sweeper.abort();
+        for t in &store_tasks {
+            t.abort();
+        }
         for (_, tx) in acceptor.closers.lock().drain() {
             let _ = tx.send(());
         }

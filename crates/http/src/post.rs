@@ -10,7 +10,7 @@ use crate::budget::{Budget, Client};
 use crate::headers::{self, HeaderVersion, SESSION_ID};
 use crate::respond::{
     accepted, json, modern_status, not_acceptable, refuse, rpc_error, shutting_down, single_event,
-    stream_refused, unsupported_version,
+    store_unavailable, stream_refused, unsupported_version,
 };
 use crate::service::{BodyError, Shared, read_body};
 use crate::session::{Busy, HttpSession};
@@ -118,7 +118,7 @@ pub(crate) async fn post(
     };
     let to = Peer { client, accepts };
     if legacy {
-        legacy_post(shared, to, headers, inbound, hv).await
+        legacy_post(shared, to, headers, (inbound, &bytes), hv).await
     } else {
         modern_post(shared, to, headers, inbound).await
     }
@@ -315,7 +315,7 @@ async fn legacy_post(
     shared: &Arc<Shared>,
     to: Peer,
     headers: &HeaderMap,
-    inbound: Inbound,
+    (inbound, raw): (Inbound, &[u8]),
     hv: HeaderVersion<'_>,
 ) -> Response<Body> {
     let requests = request_ids(&inbound);
@@ -347,20 +347,43 @@ async fn legacy_post(
             "Mcp-Session-Id header required (send initialize first)",
         );
     };
-    let Some(hs) = sid.to_str().ok().and_then(|s| shared.sessions.get(s)) else {
-        return refuse(
-            StatusCode::NOT_FOUND,
-            first_id,
-            "unknown or expired session; initialize again",
-        );
+    let found = match sid.to_str() {
+        Ok(s) => crate::cluster::lookup(shared, s).await,
+        Err(_) => Ok(None),
     };
+    let hs = match found {
+        Ok(Some(hs)) => hs,
+        Ok(None) => {
+            return refuse(
+                StatusCode::NOT_FOUND,
+                first_id,
+                "unknown or expired session; initialize again",
+            );
+        }
+        Err(e) => return store_unavailable(first_id, &e),
+    };
+    if let Some(c) = &shared.cluster
+        && let Some(node) = crate::cluster::owner_of(c, &inbound)
+    {
+        // The call waiting for this answer runs on another replica.
+        return match c.op(c.store.forward(node, &hs.id, raw)).await {
+            Ok(()) => accepted(),
+            Err(e) => store_unavailable(None, &e),
+        };
+    }
     let busy = hs.busy();
     let (cell, sink) = new_cell(shared, to.accepts);
     if primes(&hs) {
         // Resumable from its priming event, so a call may close it early (SSE polling).
         cell.set_closable();
     }
+    let roots_changed = inbound.method() == Some(Method::RootsListChanged);
     let handled = shared.server.handle(&hs.mcp, inbound, &sink);
+    if let Some(c) = &shared.cluster
+        && let Err(e) = crate::cluster::save(c, &hs, roots_changed).await
+    {
+        tracing::warn!("a session change was not saved to the session store: {e}");
+    }
     let session = hs.mcp.clone();
     legacy_respond(
         shared,
@@ -387,12 +410,15 @@ async fn initialize(
         ));
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, &e);
     }
-    let hs = HttpSession::new(
-        &shared.server,
-        shared.config.event_store_capacity,
-        shared.shutdown.child_token(),
-        shared.sessions.epoch,
-    );
+    let hs = match &shared.cluster {
+        None => HttpSession::new(
+            &shared.server,
+            shared.config.event_store_capacity,
+            shared.shutdown.child_token(),
+            shared.sessions.epoch,
+        ),
+        Some(c) => crate::cluster::new_session(shared, c),
+    };
     let (_cell, sink) = new_cell(shared, accepts);
     let reply = match shared.server.handle(&hs.mcp, inbound, &sink) {
         Handled::Reply(reply) => reply,
@@ -411,6 +437,13 @@ async fn initialize(
         shared.sessions.release();
         hs.close();
         return reply_only(StatusCode::OK, reply.into_line(), accepts);
+    }
+    if let Some(c) = &shared.cluster
+        && let Err(e) = crate::cluster::create(shared, c, &hs).await
+    {
+        shared.sessions.release();
+        hs.close();
+        return store_unavailable(id, &e);
     }
     let sid = HeaderValue::from_str(&hs.id).expect("session ids are visible ASCII");
     shared.sessions.insert(hs);
@@ -480,7 +513,28 @@ async fn legacy_respond(
     match hs {
         None => stream_response(shared, to.client, cell, None, None, Some(slot), false),
         Some((hs, busy)) => {
-            let n = hs.register_stream(&cell, shared.config.max_stored_streams);
+            let n = match &shared.cluster {
+                None => hs.register_stream(&cell, shared.config.max_stored_streams),
+                Some(c) => match crate::cluster::register(shared, c, &hs, &cell).await {
+                    Ok(Some(n)) => n,
+                    Ok(None) => {
+                        for id in requests {
+                            session.cancel(id);
+                        }
+                        return refuse(
+                            StatusCode::NOT_FOUND,
+                            requests.first(),
+                            "unknown or expired session; initialize again",
+                        );
+                    }
+                    Err(e) => {
+                        for id in requests {
+                            session.cancel(id);
+                        }
+                        return store_unavailable(requests.first(), &e);
+                    }
+                },
+            };
             let priming = primes(&hs).then(|| priming_event(n, 0, None));
             let guard = OnDrop(Some(Box::new(move || {
                 drop(slot);

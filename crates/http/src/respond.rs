@@ -100,6 +100,22 @@ pub(crate) fn shutting_down() -> Response<Body> {
     )
 }
 
+/// 503 for a session request while the shared session store cannot answer, with
+/// `Retry-After: 1`.
+pub(crate) fn store_unavailable(
+    id: Option<&RequestId>,
+    e: &crate::store::StoreError,
+) -> Response<Body> {
+    let mut r = rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        &ErrorObject::internal(format!("{e}; try again shortly")),
+    );
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 /// Seconds a client refused a stream is told to wait before trying again.
 const STREAM_RETRY_SECS: HeaderValue = HeaderValue::from_static("5");
 

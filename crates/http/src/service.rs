@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub config: HttpConfig,
     pub guard: Guard,
     pub sessions: Sessions,
+    /// The shared session store, when replicas share sessions.
+    pub cluster: Option<crate::cluster::Cluster>,
     /// Event streams open now, per budget and client.
     pub budgets: Arc<Budgets>,
     /// Cancelled when the server begins to shut down.
@@ -66,6 +68,10 @@ impl Shared {
             server,
             guard,
             sessions: Sessions::new(),
+            cluster: config
+                .session_store
+                .clone()
+                .map(|s| crate::cluster::Cluster::new(s, config.session_store_timeout)),
             budgets: Arc::new(Budgets::new(
                 (config.max_sse_streams, config.max_sse_streams_per_client),
                 (config.max_get_streams, config.max_get_streams_per_client),
@@ -179,8 +185,8 @@ async fn route(shared: &Arc<Shared>, client: Client, req: Request<Incoming>) -> 
         }
         return match *req.method() {
             Method::POST => crate::post::post(shared, client, req).await,
-            Method::GET => crate::streams::get(shared, client, req.headers()),
-            Method::DELETE => crate::streams::delete(shared, req.headers()),
+            Method::GET => crate::streams::get(shared, client, req.headers()).await,
+            Method::DELETE => crate::streams::delete(shared, req.headers()).await,
             _ => {
                 let mut r = refuse(
                     StatusCode::METHOD_NOT_ALLOWED,

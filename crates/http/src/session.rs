@@ -53,6 +53,10 @@ pub(crate) struct HttpSession {
     /// Cancelled when the session ends (DELETE, expiry, shutdown): ends its GET streams.
     pub stop: CancellationToken,
     streams: Mutex<Streams>,
+    /// Woken when another replica appended to one of the session's streams (shared store).
+    pub wake: tokio::sync::Notify,
+    /// The session's state as last read from or written to the shared store.
+    pub record: Mutex<Option<crate::store::SessionRecord>>,
     /// Milliseconds since the table's epoch at the last request or stream end.
     last_active: AtomicU64,
     /// Requests being handled and streams open; a busy session never expires.
@@ -79,9 +83,22 @@ impl HttpSession {
         epoch: Instant,
     ) -> Arc<HttpSession> {
         let get = Arc::new(Cell::new(capacity, true));
-        let mcp = server.new_session(get.clone());
+        HttpSession::with_outbound(server, stop, epoch, mint_id(), get.clone(), get)
+    }
+
+    /// A session named `id` whose unsolicited messages go to `outbound` (a shared store's
+    /// log) rather than to its own GET stream cell.
+    pub(crate) fn with_outbound(
+        server: &Server,
+        stop: CancellationToken,
+        epoch: Instant,
+        id: String,
+        outbound: Arc<dyn toolwright_server::Outbound>,
+        get: Arc<Cell>,
+    ) -> Arc<HttpSession> {
+        let mcp = server.new_session(outbound);
         Arc::new(HttpSession {
-            id: mint_id(),
+            id,
             mcp,
             get,
             get_open: AtomicBool::new(false),
@@ -90,6 +107,8 @@ impl HttpSession {
                 next: 1,
                 open: VecDeque::new(),
             }),
+            wake: tokio::sync::Notify::new(),
+            record: Mutex::new(None),
             last_active: AtomicU64::new(epoch.elapsed().as_millis() as u64),
             busy: AtomicUsize::new(0),
             epoch,
@@ -136,6 +155,19 @@ impl HttpSession {
         cell.set_retain(true);
         s.open.push_back((n, cell.clone()));
         n
+    }
+
+    /// Keeps a POST stream numbered by the shared store, as [`HttpSession::register_stream`]
+    /// does.
+    pub(crate) fn register_numbered(&self, cell: &Arc<Cell>, n: u32, keep: usize) {
+        let mut s = self.streams();
+        s.open.retain(|(_, c)| !c.is_drained());
+        while s.open.len() >= keep.max(1) {
+            s.open.pop_front();
+        }
+        cell.set_stream(n);
+        cell.set_retain(true);
+        s.open.push_back((n, cell.clone()));
     }
 
     /// The stream with this number, if it is still kept.
@@ -207,6 +239,18 @@ impl Sessions {
     /// Adds a session (its room was reserved).
     pub(crate) fn insert(&self, s: Arc<HttpSession>) {
         self.shard(&s.id.clone()).insert(s.id.clone(), s);
+    }
+
+    /// Adds a copy of a session kept in the shared store, unless a copy is already there
+    /// (then that one is returned).
+    pub(crate) fn adopt(&self, s: Arc<HttpSession>) -> Arc<HttpSession> {
+        let mut shard = self.shard(&s.id);
+        if let Some(have) = shard.get(&s.id) {
+            return have.clone();
+        }
+        self.count.fetch_add(1, Ordering::AcqRel);
+        shard.insert(s.id.clone(), s.clone());
+        s
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {

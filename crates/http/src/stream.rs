@@ -65,6 +65,19 @@ struct State {
     close: Option<(u64, Duration)>,
     /// Only the reply is kept: the client accepts nothing but JSON.
     json_only: bool,
+    /// Sees every message (and the end) as it is pushed: a shared session store's log.
+    mirror: Option<Mirror>,
+}
+
+/// Called with each message's number and the message, then once with `None` at the end.
+pub(crate) type MirrorFn = Box<dyn Fn(u64, Option<&[u8]>) + Send + Sync>;
+
+struct Mirror(MirrorFn);
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Mirror")
+    }
 }
 
 /// One response stream's messages. Cheap to create (one allocation behind an `Arc`).
@@ -79,11 +92,17 @@ pub(crate) struct Cell {
 impl Cell {
     /// A cell holding at most `capacity` messages; `retain` keeps delivered ones for replay.
     pub(crate) fn new(capacity: usize, retain: bool) -> Cell {
+        Cell::starting_after(capacity, retain, 0)
+    }
+
+    /// [`Cell::new`] whose first message is number `after + 1`: a stream resumed from a
+    /// shared store's log.
+    pub(crate) fn starting_after(capacity: usize, retain: bool, after: u64) -> Cell {
         Cell {
             state: Mutex::new(State {
                 held: VecDeque::new(),
-                first: 1,
-                cursor: 1,
+                first: after + 1,
+                cursor: after + 1,
                 finished: false,
                 replied: false,
                 outcome: None,
@@ -93,6 +112,7 @@ impl Cell {
                 closable: false,
                 close: None,
                 json_only: false,
+                mirror: None,
             }),
             notify: Notify::new(),
             stream: AtomicU32::new(0),
@@ -132,6 +152,9 @@ impl Cell {
                 s.replied = true;
             }
             s.finished = true;
+            if let Some(m) = &s.mirror {
+                (m.0)(s.first + s.held.len() as u64, None);
+            }
         }
         self.notify.notify_waiters();
     }
@@ -257,6 +280,45 @@ impl Cell {
         self.lock().json_only = true;
     }
 
+    /// Appends a message read from a shared store's log under its number there: a number
+    /// already passed is skipped (a duplicate); a gap (the log dropped events this reader
+    /// had not seen) moves the numbering on when nothing is waiting.
+    pub(crate) fn push_numbered(&self, seq: u64, line: Vec<u8>) {
+        {
+            let mut s = self.lock();
+            let next = s.first + s.held.len() as u64;
+            if seq < next || s.finished {
+                return;
+            }
+            if seq > next {
+                tracing::warn!(
+                    "{} events of a stream were dropped from the session store before this \
+                     reader got them",
+                    seq - next
+                );
+                if s.held.is_empty() && s.cursor == s.first {
+                    s.first = seq;
+                    s.cursor = seq;
+                }
+            }
+            s.push(line);
+        }
+        self.notify.notify_waiters();
+    }
+
+    /// Hands every message held, and every later one, to `f` with its number (and the end
+    /// as `None`), in order: the cell's copy in a shared session store.
+    pub(crate) fn mirror(&self, f: MirrorFn) {
+        let mut s = self.lock();
+        for (i, line) in s.held.iter().enumerate() {
+            f(s.first + i as u64, Some(line));
+        }
+        if s.finished {
+            f(s.first + s.held.len() as u64, None);
+        }
+        s.mirror = Some(Mirror(f));
+    }
+
     /// Makes the cell keep delivered messages (a legacy POST stream that turned into SSE).
     pub(crate) fn set_retain(&self, retain: bool) {
         self.lock().retain = retain;
@@ -265,6 +327,9 @@ impl Cell {
 
 impl State {
     fn push(&mut self, line: Vec<u8>) {
+        if let Some(m) = &self.mirror {
+            (m.0)(self.first + self.held.len() as u64, Some(&line));
+        }
         self.held.push_back(line);
         while self.held.len() > self.capacity {
             self.held.pop_front();
@@ -449,5 +514,41 @@ mod tests {
         assert_eq!(c.next(t), Next::Pending);
         c.push(msg(2));
         assert_eq!(take(&c, t), vec![(2, msg(2))]);
+    }
+
+    #[test]
+    fn a_mirror_sees_what_was_held_then_everything_in_order_then_the_end() {
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let c = Cell::new(8, true);
+        c.push(msg(1));
+        let s = seen.clone();
+        c.mirror(Box::new(move |seq, line| {
+            s.lock().push((seq, line.map(<[u8]>::to_vec)));
+        }));
+        c.push(msg(2));
+        c.finish(Some(msg(3)));
+        c.push(msg(4));
+        assert_eq!(
+            *seen.lock(),
+            vec![
+                (1, Some(msg(1))),
+                (2, Some(msg(2))),
+                (3, Some(msg(3))),
+                (4, None)
+            ]
+        );
+    }
+
+    #[test]
+    fn numbered_pushes_skip_duplicates_and_jump_gaps() {
+        let c = Cell::starting_after(8, false, 4);
+        let (t, before) = c.attach(None);
+        assert_eq!(before, 4);
+        c.push_numbered(5, msg(5));
+        c.push_numbered(5, msg(0));
+        assert_eq!(take(&c, t), vec![(5, msg(5))]);
+        c.push_numbered(9, msg(9));
+        c.push_numbered(10, msg(1));
+        assert_eq!(take(&c, t), vec![(9, msg(9)), (10, msg(1))]);
     }
 }

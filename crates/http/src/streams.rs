@@ -7,7 +7,7 @@ use crate::budget::{Budget, Client};
 use crate::headers::{self, HeaderVersion, LAST_EVENT_ID, SESSION_ID};
 use crate::respond::{
     event_stream, method_not_allowed, not_acceptable, refuse, respond, shutting_down,
-    stream_refused, unsupported_version,
+    store_unavailable, stream_refused, unsupported_version,
 };
 use crate::service::Shared;
 use crate::session::HttpSession;
@@ -56,7 +56,7 @@ pub(crate) fn stream_response(
 }
 
 /// The session a GET or DELETE names, or the response refusing it.
-fn session_of(
+async fn session_of(
     shared: &Shared,
     headers: &HeaderMap,
     what: &str,
@@ -82,23 +82,30 @@ fn session_of(
             "Mcp-Session-Id header required",
         )));
     };
-    sid.to_str()
-        .ok()
-        .and_then(|s| shared.sessions.get(s))
-        .ok_or_else(|| {
-            Box::new(refuse(
-                StatusCode::NOT_FOUND,
-                None,
-                "unknown or expired session; initialize again",
-            ))
-        })
+    let found = match sid.to_str() {
+        Ok(s) => crate::cluster::lookup(shared, s).await,
+        Err(_) => Ok(None),
+    };
+    match found {
+        Ok(Some(hs)) => Ok(hs),
+        Ok(None) => Err(Box::new(refuse(
+            StatusCode::NOT_FOUND,
+            None,
+            "unknown or expired session; initialize again",
+        ))),
+        Err(e) => Err(Box::new(store_unavailable(None, &e))),
+    }
 }
 
 /// GET: the session's standalone stream, or the resumption of any of its streams after
 /// `Last-Event-ID`. The standalone stream draws on the GET budget, a resumed POST stream on
 /// the reply budget.
-pub(crate) fn get(shared: &Arc<Shared>, client: Client, headers: &HeaderMap) -> Response<Body> {
-    let hs = match session_of(shared, headers, "GET") {
+pub(crate) async fn get(
+    shared: &Arc<Shared>,
+    client: Client,
+    headers: &HeaderMap,
+) -> Response<Body> {
+    let hs = match session_of(shared, headers, "GET").await {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -122,13 +129,21 @@ pub(crate) fn get(shared: &Arc<Shared>, client: Client, headers: &HeaderMap) -> 
         Some((n, seq)) => (n, Some(seq)),
         None => (0, None),
     };
-    let Some(cell) = hs.stream(stream) else {
-        return refuse(
-            StatusCode::NOT_FOUND,
-            None,
-            "that stream is gone; its events can no longer be replayed",
-        );
+    // With a shared store, the GET stream and streams held by other replicas are read from
+    // the store's logs.
+    let local = match &shared.cluster {
+        Some(_) if stream == 0 => None,
+        _ => hs.stream(stream),
     };
+    let (cell, feeding) = match (local, &shared.cluster) {
+        (Some(cell), _) => (cell, None),
+        (None, Some(_)) => {
+            let (cell, feeding) = crate::cluster::follow(shared, &hs, stream, after.unwrap_or(0));
+            (cell, Some(feeding))
+        }
+        (None, None) => return gone(),
+    };
+    let feeding = feeding.map(|t| t.drop_guard());
     let standalone = stream == 0;
     if standalone && resume.is_none() && hs.get_open.swap(true, Ordering::AcqRel) {
         return refuse(
@@ -163,6 +178,7 @@ pub(crate) fn get(shared: &Arc<Shared>, client: Client, headers: &HeaderMap) -> 
         if standalone {
             hs2.get_open.store(false, Ordering::Release);
         }
+        drop(feeding);
         drop(busy);
         drop(slot);
     })));
@@ -179,12 +195,25 @@ pub(crate) fn get(shared: &Arc<Shared>, client: Client, headers: &HeaderMap) -> 
     event_stream(src.into_body())
 }
 
+fn gone() -> Response<Body> {
+    refuse(
+        StatusCode::NOT_FOUND,
+        None,
+        "that stream is gone; its events can no longer be replayed",
+    )
+}
+
 /// DELETE: ends the session.
-pub(crate) fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
-    let hs = match session_of(shared, headers, "DELETE") {
+pub(crate) async fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+    let hs = match session_of(shared, headers, "DELETE").await {
         Ok(s) => s,
         Err(r) => return *r,
     };
+    if let Some(c) = &shared.cluster
+        && let Err(e) = c.op(c.store.delete(&hs.id)).await
+    {
+        return store_unavailable(None, &e);
+    }
     if let Some(hs) = shared.sessions.remove(&hs.id) {
         hs.close();
     }

@@ -124,6 +124,38 @@ impl Session {
         session
     }
 
+    /// Takes over a session whose handshake happened elsewhere (another replica sharing a
+    /// session store): the negotiated outcome, whether the client sent
+    /// `notifications/initialized`, and its log level. False if this session already had a
+    /// handshake.
+    pub fn restore(&self, n: Negotiated, initialized: bool, level: LoggingLevel) -> bool {
+        let fresh = self.set_negotiated(n);
+        self.sync(initialized, level);
+        fresh
+    }
+
+    /// Brings the state a client may change after the handshake up to date with what
+    /// another replica recorded.
+    pub fn sync(&self, initialized: bool, level: LoggingLevel) {
+        if initialized {
+            self.mark_initialized();
+        }
+        self.set_log_level(level);
+    }
+
+    /// Forgets the client's roots, as `notifications/roots/list_changed` does: the next
+    /// tool that needs them asks the client again.
+    pub fn forget_roots(&self) {
+        self.set_cached_roots(None);
+    }
+
+    /// Numbers the requests this session sends to the client from `base + 1` on, so that
+    /// replicas sharing a session give out ids that do not collide (and that name the
+    /// replica that waits for the answer).
+    pub fn number_requests_from(&self, base: i64) {
+        self.next_id.store(base + 1, Ordering::Relaxed);
+    }
+
     /// The legacy handshake's outcome, once `initialize` was answered.
     pub fn negotiated(&self) -> Option<&Negotiated> {
         self.negotiated.get()

@@ -10,7 +10,7 @@ use crate::util::repo_root;
 use serde_json::Value;
 use std::process::Command;
 
-fn node_project() -> Option<std::path::PathBuf> {
+pub(crate) fn node_project() -> Option<std::path::PathBuf> {
     let dir = repo_root().join("tests/node");
     let installed = dir
         .join("node_modules/@modelcontextprotocol/sdk/package.json")
