@@ -316,7 +316,8 @@ impl OAuth {
                 .get(k)
                 .and_then(Value::as_str)
                 .ok_or_else(|| auth(format!("the authorization server metadata has no {k}")))?;
-            Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))
+            let url = Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))?;
+            fetch::require_https(k, &url).map(|()| url)
         };
         let methods = meta
             .get("code_challenge_methods_supported")
