@@ -87,11 +87,20 @@ impl TlsRoots {
     /// As [`TlsRoots::with_ca_files`].
     pub fn from_env_and_files(files: &[PathBuf]) -> Result<TlsRoots, ClientError> {
         let mut all = Vec::new();
-        if let Some(f) = std::env::var_os(SSL_CERT_FILE).filter(|f| !f.is_empty()) {
-            all.push(PathBuf::from(f));
-        }
+        let env = std::env::var_os(SSL_CERT_FILE)
+            .filter(|f| !f.is_empty())
+            .map(PathBuf::from);
+        all.extend(env.clone());
         all.extend(files.iter().cloned());
-        TlsRoots::with_ca_files(&all)
+        TlsRoots::with_ca_files(&all).map_err(|e| match e {
+            ClientError::CaCert { path, reason } if Some(&path) == env.as_ref() => {
+                ClientError::CaCert {
+                    path,
+                    reason: format!("{reason} (the file ${SSL_CERT_FILE} names)"),
+                }
+            }
+            other => other,
+        })
     }
 
     /// The PEM files added to the webpki roots.
@@ -239,10 +248,16 @@ fn classify(e: &std::io::Error, roots: &TlsRoots) -> (TlsFailure, String) {
                 "the names it holds differ".to_owned(),
             ),
             CertificateError::NotValidForNameContext { presented, .. } => {
+                // rustls writes each name as `DnsName("a.example")`: keep the name.
+                let bare = |n: &String| {
+                    n.split_once('(')
+                        .and_then(|(_, r)| r.strip_suffix(')'))
+                        .map_or_else(|| n.clone(), |r| r.trim_matches('"').to_owned())
+                };
                 let names = if presented.is_empty() {
                     "none".to_owned()
                 } else {
-                    presented.join(", ")
+                    presented.iter().map(bare).collect::<Vec<_>>().join(", ")
                 };
                 (
                     TlsFailure::NameMismatch,

@@ -26,6 +26,7 @@ mod http_modern;
 mod http_node;
 mod http_security;
 mod http_strict;
+mod https;
 mod lint;
 mod mrtr;
 mod peer;
