@@ -153,9 +153,13 @@ fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOption
             bearer_env,
             ca_cert,
         } => {
-            let files: Vec<_> = ca_cert.iter().cloned().collect();
-            options.connect.tls = toolwright_client::TlsRoots::from_env_and_files(&files)
-                .map_err(|e| format!("servers.{name}: {e}"))?;
+            // Only https needs roots (the gateway does no OAuth): $SSL_CERT_FILE and
+            // `ca_cert` are read for https servers alone.
+            if url.to_ascii_lowercase().starts_with("https://") {
+                let files: Vec<_> = ca_cert.iter().cloned().collect();
+                options.connect.tls = toolwright_client::TlsRoots::from_env_and_files(&files)
+                    .map_err(|e| format!("servers.{name}: {e}"))?;
+            }
             if let Some(var) = bearer_env {
                 let token = std::env::var(var).map_err(|_| {
                     format!("servers.{name}.bearer_env: the variable {var} is not set")
