@@ -176,10 +176,15 @@ pub(crate) async fn exchange(
         let request = request
             .body(Full::new(Bytes::from(payload)))
             .map_err(|e| io_err("building a request to", &e))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| io_err("sending a request to", &e))?;
+        let response = sender.send_request(request).await.map_err(|e| {
+            if e.is_parse() && !endpoint.https {
+                // A TLS server answers plain HTTP with a TLS alert.
+                let hint = format!("{e}: the answer is not HTTP; is it an https:// server?");
+                io_err("sending a request to", &hint)
+            } else {
+                io_err("sending a request to", &e)
+            }
+        })?;
         let status = response.status().as_u16();
         let session_id = response
             .headers()

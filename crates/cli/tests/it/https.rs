@@ -270,6 +270,11 @@ fn https_failures_say_what_is_wrong() {
             "plain http:// server?",
         ],
     );
+    // http:// to the TLS port.
+    fails(
+        &list(&format!("http://localhost:{port}/mcp"), &[]),
+        &["the answer is not HTTP; is it an https:// server?"],
+    );
     // A CA file that is not one.
     let bad = pki.file("bad.pem");
     std::fs::write(&bad, "not a certificate\n").unwrap();
