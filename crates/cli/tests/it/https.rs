@@ -44,7 +44,7 @@ impl Pki {
                 .signed_by(&leaf_key, &issuer)
                 .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("ca.pem"), ca_cert.pem()).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), pem(ca_cert.der())).unwrap();
         Pki {
             dir,
             chain: vec![leaf.der().clone()],
@@ -60,6 +60,19 @@ impl Pki {
     fn file(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+}
+
+/// A certificate in PEM: its DER in base64, 64 characters a line, between the markers.
+fn pem(der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap());
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
 }
 
 /// A TLS-terminating proxy on 127.0.0.1 that forwards every connection, decrypted, to
