@@ -29,6 +29,15 @@ struct Pki {
 impl Pki {
     /// A CA, and a certificate for `names` (DNS names or IP addresses) signed by it.
     fn new(names: &[&str]) -> Pki {
+        Self::make(names, false)
+    }
+
+    /// The same, with a certificate that expired in 2001.
+    fn expired(names: &[&str]) -> Pki {
+        Self::make(names, true)
+    }
+
+    fn make(names: &[&str], expired: bool) -> Pki {
         let ca_key = KeyPair::generate().unwrap();
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -38,11 +47,14 @@ impl Pki {
         let ca_cert = ca.self_signed(&ca_key).unwrap();
         let issuer = Issuer::new(ca, ca_key);
         let leaf_key = KeyPair::generate().unwrap();
-        let leaf =
+        let mut leaf =
             CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
-                .unwrap()
-                .signed_by(&leaf_key, &issuer)
                 .unwrap();
+        if expired {
+            leaf.not_before = rcgen::date_time_ymd(2000, 1, 1);
+            leaf.not_after = rcgen::date_time_ymd(2001, 1, 1);
+        }
+        let leaf = leaf.signed_by(&leaf_key, &issuer).unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("ca.pem"), pem(ca_cert.der())).unwrap();
         Pki {
@@ -282,6 +294,19 @@ fn https_failures_say_what_is_wrong() {
             &format!("{plain} does not speak TLS"),
             "plain http:// server?",
         ],
+    );
+    // A certificate past its notAfter.
+    let old = Pki::expired(&["localhost"]);
+    let old_proxy = tls_proxy(&old, addr_of(&server.url));
+    fails(
+        &list(
+            &format!("https://localhost:{}/mcp", old_proxy.port()),
+            &["--ca-cert", &s(&old.ca())],
+        ),
+        &[&format!(
+            "the TLS certificate of localhost:{} has expired",
+            old_proxy.port()
+        )],
     );
     // http:// to the TLS port.
     fails(
