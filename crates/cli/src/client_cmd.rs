@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use toolwright_client::trust::{effective_hints, needs_consent};
 use toolwright_client::{
     Authorizer, BearerToken, Client, ClientError, ConnectOptions, ElicitAnswer, EraChoice, Target,
-    TrustConfig, check_output,
+    TlsRoots, TrustConfig, check_output,
 };
 use toolwright_protocol::{Tool, ToolAnnotations};
 
@@ -29,9 +29,13 @@ pub struct TargetArgs {
     /// it).
     #[arg(last = true, value_name = "CMD", num_args = 1.., conflicts_with = "url")]
     pub server: Vec<String>,
-    /// Reach a Streamable HTTP server at this http:// URL.
+    /// Reach a Streamable HTTP server at this http:// or https:// URL.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
+    /// HTTPS: also trust the CA certificates (PEM) in FILE, such as a private CA's
+    /// (repeatable; $SSL_CERT_FILE is read too).
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub ca_cert: Vec<PathBuf>,
     /// Protocol era to speak (auto: detect it).
     #[arg(long, value_enum, default_value_t = EraArg::Auto)]
     pub era: EraArg,
@@ -114,8 +118,14 @@ impl TargetArgs {
                 Err(_) => bail!("--bearer-env: the variable {var} is not set"),
             },
         };
+        let tls = if self.url.is_some() {
+            TlsRoots::from_env_and_files(&self.ca_cert)?
+        } else {
+            TlsRoots::default()
+        };
         Ok(ConnectOptions {
             auth,
+            tls,
             elicit: self.elicit.map(|e| match e {
                 ElicitArg::AcceptDefaults => ElicitAnswer::AcceptDefaults,
                 ElicitArg::Decline => ElicitAnswer::Decline,

@@ -11,7 +11,7 @@ use toolwright_protocol::{
     CallToolResult, Implementation, ProtocolVersion, ServerCapabilities, Tool,
 };
 
-use crate::{Authorizer, Call, ClientError, ElicitAnswer, NoHandler, Peer, PeerOptions};
+use crate::{Authorizer, Call, ClientError, ElicitAnswer, NoHandler, Peer, PeerOptions, TlsRoots};
 
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub enum Target {
         /// Its arguments.
         args: Vec<String>,
     },
-    /// A Streamable HTTP endpoint (`http://…`).
+    /// A Streamable HTTP endpoint (`http://…` or `https://…`).
     Http {
         /// The URL.
         url: String,
@@ -105,6 +105,9 @@ pub struct ConnectOptions {
     /// How [`Client`] answers the server's elicitation requests; with `None` it declares
     /// no elicitation capability.
     pub elicit: Option<ElicitAnswer>,
+    /// HTTP: what an `https://` server's certificate (and its OAuth servers') is checked
+    /// against [default: the webpki roots].
+    pub tls: TlsRoots,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -116,6 +119,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("client_info", &self.client_info)
             .field("auth", &self.auth.as_ref().map(|_| "…"))
             .field("elicit", &self.elicit)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -129,6 +133,7 @@ impl Default for ConnectOptions {
             client_info: Implementation::new("toolwright", env!("CARGO_PKG_VERSION")),
             auth: None,
             elicit: None,
+            tls: TlsRoots::default(),
         }
     }
 }

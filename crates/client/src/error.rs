@@ -143,6 +143,25 @@ pub enum ClientError {
         /// What went wrong.
         reason: String,
     },
+    /// No TLS connection could be set up with an `https://` server (or an OAuth server).
+    #[error("{}", tls_message(host, *kind, detail))]
+    Tls {
+        /// The server, `host:port`.
+        host: String,
+        /// What went wrong.
+        kind: TlsFailure,
+        /// The particulars: the roots checked, the names the certificate holds, the
+        /// handshake's error.
+        detail: String,
+    },
+    /// A file of extra trusted CA certificates could not be used.
+    #[error("CA certificate file {}: {reason}", path.display())]
+    CaCert {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The trust configuration could not be read.
     #[error("trust configuration {path}: {source}")]
     TrustConfig {
@@ -151,6 +170,41 @@ pub enum ClientError {
         /// What is wrong.
         source: TrustConfigError,
     },
+}
+
+/// Why a TLS connection failed (in [`ClientError::Tls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The certificate chain does not lead to a trusted root.
+    Untrusted,
+    /// The certificate is not valid for the host's name.
+    NameMismatch,
+    /// The certificate has expired, or is not valid yet.
+    Expired,
+    /// What answered on the port does not speak TLS.
+    NotTls,
+    /// Any other handshake failure (an alert from the server, no common cipher or
+    /// version, a bad certificate).
+    Handshake,
+}
+
+fn tls_message(host: &str, kind: TlsFailure, detail: &str) -> String {
+    match kind {
+        TlsFailure::Untrusted => format!(
+            "the TLS certificate of {host} is not trusted: it is not signed by a CA among {detail}; \
+             to trust a private CA, give its certificate (PEM) with --ca-cert FILE \
+             (a gateway server: ca_cert)"
+        ),
+        TlsFailure::NameMismatch => {
+            format!("the TLS certificate of {host} is not valid for that name ({detail})")
+        }
+        TlsFailure::Expired => format!("the TLS certificate of {host} {detail}"),
+        TlsFailure::NotTls => {
+            format!("{host} does not speak TLS ({detail}); is it a plain http:// server?")
+        }
+        TlsFailure::Handshake => format!("the TLS handshake with {host} failed: {detail}"),
+    }
 }
 
 /// Why a trust configuration could not be used: what [`TrustConfig::parse`] and

@@ -1,6 +1,6 @@
 //! The Streamable HTTP exchange: one HTTP request per message, answered with JSON or with
-//! an SSE stream (read as it arrives) that ends with the response. Plain `http://` only
-//! (no TLS).
+//! an SSE stream (read as it arrives) that ends with the response, over `http://` or
+//! `https://` (the connection is opened by [`crate::connect`]).
 
 use std::time::Duration;
 
@@ -10,10 +10,10 @@ use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId, Response};
 
 use crate::ClientError;
+use crate::connect::{self, TlsRoots};
 use crate::envelope;
 use crate::sse::SseParser;
 
@@ -29,25 +29,24 @@ pub(crate) struct Endpoint {
     host: String,
     port: u16,
     path: String,
+    https: bool,
+    /// What an `https` server's certificate is checked against.
+    pub roots: TlsRoots,
 }
 
 impl Endpoint {
-    /// Parses an `http://host[:port]/path` URL.
-    pub(crate) fn parse(url: &str) -> Result<Endpoint, ClientError> {
+    /// Parses an `http://` or `https://` `host[:port]/path` URL.
+    pub(crate) fn parse(url: &str, roots: &TlsRoots) -> Result<Endpoint, ClientError> {
         let bad = |reason: &str| ClientError::BadUrl {
             url: url.to_owned(),
             reason: reason.to_owned(),
         };
         let uri: Uri = url.parse().map_err(|_| bad("not a URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(bad(
-                    "https is not supported yet (toolwright's client has no TLS); use http:// to a local server",
-                ));
-            }
-            _ => return Err(bad("the URL must start with http://")),
-        }
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(bad("the URL must start with http:// or https://")),
+        };
         let authority = uri.authority().ok_or_else(|| bad("no host"))?;
         let host = authority
             .host()
@@ -55,12 +54,20 @@ impl Endpoint {
             .trim_end_matches(']');
         Ok(Endpoint {
             url: url.to_owned(),
-            authority: authority.as_str().to_owned(),
+            // `Host` and messages name the host and port, never a URL's user info.
+            authority: authority
+                .as_str()
+                .rsplit('@')
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
             host: host.to_owned(),
-            port: authority.port_u16().unwrap_or(80),
+            port: authority.port_u16().unwrap_or(if https { 443 } else { 80 }),
             path: uri
                 .path_and_query()
                 .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
+            https,
+            roots: roots.clone(),
         })
     }
 }
@@ -143,13 +150,13 @@ pub(crate) async fn exchange(
         context: format!("{context} {}", endpoint.authority),
         source: std::io::Error::other(e.to_string()),
     };
-    let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port))
-        .await
-        .map_err(|source| ClientError::Io {
-            context: format!("connecting to {}", endpoint.authority),
-            source,
-        })?;
-    let _ = stream.set_nodelay(true);
+    let stream = connect::open(
+        &endpoint.roots,
+        endpoint.https,
+        &endpoint.host,
+        endpoint.port,
+    )
+    .await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| io_err("HTTP handshake with", &e))?;
@@ -169,10 +176,15 @@ pub(crate) async fn exchange(
         let request = request
             .body(Full::new(Bytes::from(payload)))
             .map_err(|e| io_err("building a request to", &e))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| io_err("sending a request to", &e))?;
+        let response = sender.send_request(request).await.map_err(|e| {
+            if e.is_parse() && !endpoint.https {
+                // A TLS server answers plain HTTP with a TLS alert.
+                let hint = format!("{e}: the answer is not HTTP; is it an https:// server?");
+                io_err("sending a request to", &hint)
+            } else {
+                io_err("sending a request to", &e)
+            }
+        })?;
         let status = response.status().as_u16();
         let session_id = response
             .headers()
@@ -301,4 +313,42 @@ async fn read_sse(
         }
     }
     (None, retry(&parser), parser.last_event_id.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_default_their_scheme_s_port_and_keep_user_info_out_of_host() {
+        let roots = TlsRoots::default();
+        for (url, https, host, port, authority, path) in [
+            ("http://h/mcp", false, "h", 80, "h", "/mcp"),
+            ("https://h/mcp", true, "h", 443, "h", "/mcp"),
+            ("https://h:8443", true, "h", 8443, "h:8443", "/"),
+            ("HTTPS://[::1]:9/m?x=1", true, "::1", 9, "[::1]:9", "/m?x=1"),
+            ("https://u:p@h/mcp", true, "h", 443, "h", "/mcp"),
+        ] {
+            let e = Endpoint::parse(url, &roots).unwrap();
+            assert_eq!(
+                (
+                    e.https,
+                    e.host.as_str(),
+                    e.port,
+                    e.authority.as_str(),
+                    e.path.as_str()
+                ),
+                (https, host, port, authority, path),
+                "{url}"
+            );
+        }
+        for (url, says) in [
+            ("ftp://h/mcp", "must start with http:// or https://"),
+            ("ws://h/mcp", "must start with"),
+            ("not a url", "not a URL"),
+        ] {
+            let e = Endpoint::parse(url, &roots).unwrap_err().to_string();
+            assert!(e.contains(says), "{url}: {e}");
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! An MCP client for both protocol eras, over stdio and Streamable HTTP.
 //!
 //! [`Client::connect`] starts a server command ([`Target::Stdio`]) or reaches an
-//! `http://` endpoint ([`Target::Http`]) and finds out which era it speaks, as the spec
+//! `http://` or `https://` endpoint ([`Target::Http`]) and finds out which era it speaks, as the spec
 //! advises: it sends a modern `server/discover`; a result, or an error only a modern server
 //! gives (-32022, -32021, -32020, or -32602 about `_meta`), means modern; anything else
 //! (another error, an HTTP 4xx, silence until the probe timeout) means legacy, and the
@@ -23,7 +23,9 @@
 //! - `envelope.rs`: JSON-RPC lines written and read with toolwright-jsonrpc;
 //! - `peer/`: [`Peer`], one concurrent connection in either era (what the gateway uses);
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
-//!   over hyper (plain `http://`; no TLS);
+//!   over hyper;
+//! - `connect.rs`: where every connection is opened, plain or TLS (rustls, ring), and
+//!   [`TlsRoots`], the CAs an `https://` server's certificate is checked against;
 //! - [`auth`]: [`Authorizer`], what puts `Authorization` on HTTP requests and renews it;
 //! - [`oauth`]: [`oauth::OAuth`], the OAuth 2.1 authorizer (discovery, registration,
 //!   PKCE through a loopback redirect, refresh, step-up);
@@ -33,6 +35,7 @@
 
 pub mod auth;
 mod client;
+mod connect;
 mod elicit;
 mod envelope;
 mod error;
@@ -45,8 +48,9 @@ mod validate;
 
 pub use auth::{Authorizer, BearerToken, Challenge};
 pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
+pub use connect::TlsRoots;
 pub use elicit::ElicitAnswer;
-pub use error::{ClientError, TrustConfigError};
+pub use error::{ClientError, TlsFailure, TrustConfigError};
 pub use peer::{BoxFuture, Call, NoHandler, Peer, PeerHandler, PeerOptions, ProgressFn};
 pub use tokio_util::sync::CancellationToken;
 pub use trust::TrustConfig;

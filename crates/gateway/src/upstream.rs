@@ -148,7 +148,18 @@ fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOption
             options.cwd.clone_from(cwd);
             Target::command(argv)
         }
-        Transport::Http { url, bearer_env } => {
+        Transport::Http {
+            url,
+            bearer_env,
+            ca_cert,
+        } => {
+            // Only https needs roots (the gateway does no OAuth): $SSL_CERT_FILE and
+            // `ca_cert` are read for https servers alone.
+            if url.to_ascii_lowercase().starts_with("https://") {
+                let files: Vec<_> = ca_cert.iter().cloned().collect();
+                options.connect.tls = toolwright_client::TlsRoots::from_env_and_files(&files)
+                    .map_err(|e| format!("servers.{name}: {e}"))?;
+            }
             if let Some(var) = bearer_env {
                 let token = std::env::var(var).map_err(|_| {
                     format!("servers.{name}.bearer_env: the variable {var} is not set")

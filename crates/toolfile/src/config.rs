@@ -9,13 +9,14 @@
 
 use crate::document::Document;
 use crate::error::{FileProblem, LoadError, Problem, Seg};
-use crate::rules::{read_value, shell_of};
+use crate::rules::read_value;
 use crate::servers::{GatewaySpec, ServerSpec, TrustSpec};
-use crate::template::{Part, Template};
+use crate::template::Template;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use transport::{check_http, check_stdio};
 
 /// The separators a server's prefix and a tool's name may be joined with.
 pub const SEPARATORS: &[&str] = &["__", "_", ".", "-"];
@@ -109,6 +110,8 @@ pub enum Transport {
         url: String,
         /// The variable holding a bearer token.
         bearer_env: Option<String>,
+        /// `ca_cert`, resolved against the file's directory: extra trusted CAs.
+        ca_cert: Option<PathBuf>,
     },
 }
 
@@ -402,7 +405,7 @@ fn check_server(
             None
         }
         (Some(argv), None) => check_stdio(&spec, argv, file, &mut problems),
-        (None, Some(url)) => check_http(&spec, url, &mut problems),
+        (None, Some(url)) => check_http(&spec, url, file, &mut problems),
     };
     let prefix = spec.prefix.clone().unwrap_or_else(|| name.to_owned());
     if spec.prefix.is_some() {
@@ -532,158 +535,8 @@ fn check_annotations(a: &Map<String, Value>, at: &[&str], problems: &mut Vec<Pro
     }
 }
 
-fn check_stdio(
-    spec: &ServerSpec,
-    argv: &[String],
-    file: &Path,
-    problems: &mut Vec<Problem>,
-) -> Option<Transport> {
-    let before = problems.len();
-    if spec.bearer_env.is_some() {
-        problems.push(Problem::new(
-            ["bearer_env"],
-            "`bearer_env` is for an HTTP server (`url`); pass a stdio server its token in `env`",
-        ));
-    }
-    match argv.first() {
-        None => problems.push(Problem::new(
-            ["command"],
-            "an empty command: the first element is the program",
-        )),
-        Some(p) if p.trim().is_empty() => problems.push(Problem::new(
-            [Seg::from("command"), Seg::Index(0)],
-            "the program is empty",
-        )),
-        Some(_) => {}
-    }
-    for (i, a) in argv.iter().enumerate() {
-        if a.contains('\0') {
-            problems.push(Problem::new(
-                [Seg::from("command"), Seg::Index(i)],
-                "an argument cannot hold a NUL",
-            ));
-        }
-    }
-    if let Some(p) = inline_script(argv) {
-        problems.push(p);
-    }
-    let mut env = Vec::new();
-    for (k, v) in &spec.env {
-        if k.is_empty() || k.contains(['=', '\0']) {
-            problems.push(Problem::new(
-                ["env", k.as_str()],
-                "a variable's name is not empty and holds no '=' or NUL",
-            ));
-            continue;
-        }
-        match Template::parse(v) {
-            Err(e) => problems.push(Problem::new(
-                ["env", k.as_str()],
-                format!("at byte {}: {}", e.at, e.reason),
-            )),
-            Ok(t) if t.parts().iter().any(|p| matches!(p, Part::Arg(_))) => {
-                problems.push(Problem::new(
-                    ["env", k.as_str()],
-                    "a server's environment has no arguments to fill in: `${VAR}` is the gateway's variable; write `{{` and `}}` for literal braces",
-                ));
-            }
-            Ok(_) if v.contains('\0') => problems.push(Problem::new(
-                ["env", k.as_str()],
-                "a value cannot hold a NUL",
-            )),
-            Ok(t) => env.push((k.clone(), t)),
-        }
-    }
-    for (i, var) in spec.inherit_env.iter().enumerate() {
-        if !is_var_name(var) {
-            problems.push(Problem::new(
-                [Seg::from("inherit_env"), Seg::Index(i)],
-                format!("{var:?} is not a variable's name (letters, digits and '_')"),
-            ));
-        }
-    }
-    if spec.cwd.as_ref().is_some_and(|c| c.as_os_str().is_empty()) {
-        problems.push(Problem::new(["cwd"], "an empty directory"));
-    }
-    (problems.len() == before).then(|| Transport::Stdio {
-        argv: argv.to_vec(),
-        env,
-        inherit_env: spec.inherit_env.clone(),
-        cwd: spec.cwd.as_ref().map(|c| dir_of(file).join(c)),
-    })
-}
-
-/// A shell or interpreter given its script inline (`sh -c …`, `node -e …`, `cmd /c …`),
-/// wherever in argv it starts (as the program, or behind a wrapper such as `env`).
-fn inline_script(argv: &[String]) -> Option<Problem> {
-    for (start, program) in argv.iter().enumerate() {
-        let Some(shell) = shell_of(program) else {
-            continue;
-        };
-        if let Some((k, flag)) = argv
-            .iter()
-            .enumerate()
-            .skip(start + 1)
-            .find(|(_, a)| shell.runs_script(a))
-        {
-            return Some(Problem::new(
-                [Seg::from("command"), Seg::Index(k)],
-                format!(
-                    "`{program} {flag}` runs an inline script: a server's command is a program and its arguments, run without a shell; run the server's program directly, or put the script in a file and run that"
-                ),
-            ));
-        }
-    }
-    None
-}
-
-fn check_http(spec: &ServerSpec, url: &str, problems: &mut Vec<Problem>) -> Option<Transport> {
-    let before = problems.len();
-    for (key, set) in [
-        ("env", !spec.env.is_empty()),
-        ("inherit_env", !spec.inherit_env.is_empty()),
-        ("cwd", spec.cwd.is_some()),
-    ] {
-        if set {
-            problems.push(Problem::new(
-                [key],
-                format!("`{key}` is for a stdio server (`command`); this one is reached at `url`"),
-            ));
-        }
-    }
-    let lower = url.to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("http://")
-        .or_else(|| lower.strip_prefix("https://"));
-    match rest {
-        None => problems.push(Problem::new(
-            ["url"],
-            format!("{url:?} is not an http:// or https:// URL"),
-        )),
-        Some(r) if r.is_empty() || r.starts_with(['/', '?', '#']) => {
-            problems.push(Problem::new(["url"], format!("{url:?} names no host")));
-        }
-        Some(_) if url.chars().any(|c| c.is_whitespace() || c.is_control()) => {
-            problems.push(Problem::new(
-                ["url"],
-                "a URL holds no spaces or control characters",
-            ));
-        }
-        Some(_) => {}
-    }
-    if let Some(var) = &spec.bearer_env
-        && !is_var_name(var)
-    {
-        problems.push(Problem::new(
-            ["bearer_env"],
-            format!("{var:?} is not a variable's name (letters, digits and '_')"),
-        ));
-    }
-    (problems.len() == before).then(|| Transport::Http {
-        url: url.to_owned(),
-        bearer_env: spec.bearer_env.clone(),
-    })
-}
+#[path = "config_transport.rs"]
+mod transport;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

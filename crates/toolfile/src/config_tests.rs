@@ -73,6 +73,7 @@ servers:
   remote:
     url: https://example.com/mcp
     bearer_env: TOKEN
+    ca_cert: certs/ca.pem
     prefix: ""
 "#;
     let d = doc("/etc/tw/gw.yaml", text);
@@ -95,7 +96,12 @@ servers:
     assert!(ev.filter.allows("get_x") && ev.filter.allows("echo"));
     assert!(!ev.filter.allows("get_x_dangerous") && !ev.filter.allows("add"));
     assert_eq!(c.servers[1].prefix, "");
-    assert!(matches!(c.servers[1].transport, Transport::Http { .. }));
+    match &c.servers[1].transport {
+        Transport::Http { ca_cert, .. } => {
+            assert_eq!(ca_cert.as_deref(), Some(Path::new("/etc/tw/certs/ca.pem")));
+        }
+        t => panic!("{t:?}"),
+    }
     // Defaults.
     let c = read_config(&[doc("gw.yaml", "servers:\n  a:\n    url: http://h/mcp\n")]).unwrap();
     assert_eq!(c.separator, "__");
@@ -118,6 +124,9 @@ fn server_problems_are_refused_and_placed() {
         ("    url: http://h\n    env: {A: b}\n", "4:5: servers.s.env: `env` is for a stdio server");
         ("    command: [x]\n    bearer_env: T\n", "servers.s.bearer_env: `bearer_env` is for an HTTP server");
         ("    url: http://h\n    bearer_env: 'a b'\n", "is not a variable's name");
+        ("    command: [x]\n    ca_cert: ca.pem\n", "4:5: servers.s.ca_cert: `ca_cert` is for an https:// server (`url`)");
+        ("    url: http://h\n    ca_cert: ca.pem\n", "4:5: servers.s.ca_cert: `ca_cert` is for an https:// server; this url is not one");
+        ("    url: https://h\n    ca_cert: ''\n", "servers.s.ca_cert: an empty file name");
         ("    command: [x]\n    env: {A: '${}'}\n", "4:11: servers.s.env.A: at byte 0: an environment variable's name");
         ("    command: [x]\n    env: {A: '{arg}'}\n", "servers.s.env.A: a server's environment has no arguments");
         ("    command: [x]\n    inherit_env: [OK, '9x']\n", "4:23: servers.s.inherit_env[1]");

@@ -44,6 +44,10 @@ pub struct ServerSpec {
     /// The variable holding a bearer token for an HTTP server.
     #[serde(default)]
     pub bearer_env: Option<String>,
+    /// An `https://` server: a PEM file of CA certificates trusted for it besides the
+    /// built-in roots (a private CA), relative to the config file's directory.
+    #[serde(default)]
+    pub ca_cert: Option<PathBuf>,
     /// Which protocol era to speak [default: auto].
     #[serde(default)]
     pub era: EraSpec,

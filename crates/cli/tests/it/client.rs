@@ -524,7 +524,7 @@ fn call_exit_codes_for_failures_and_unknown_tools() {
     let o = with_url(&["call", "add"], "https://127.0.0.1:1/mcp");
     assert_eq!(code(&o), 2);
     assert!(
-        stderr(&o).contains("https is not supported"),
+        stderr(&o).contains("connecting to 127.0.0.1:1"),
         "{}",
         stderr(&o)
     );

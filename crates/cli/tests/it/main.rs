@@ -28,6 +28,7 @@ mod http_node;
 mod http_security;
 mod http_shared;
 mod http_strict;
+mod https;
 mod lint;
 mod mrtr;
 mod oauth_grants;

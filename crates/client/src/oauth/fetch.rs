@@ -1,4 +1,7 @@
-//! The few plain HTTP requests OAuth needs (metadata GETs, form POSTs), over hyper.
+//! The few plain HTTP requests OAuth needs (metadata GETs, form POSTs), over hyper, on a
+//! connection from [`crate::connect`] (TLS for `https://`, trusting what the MCP
+//! endpoint's connection trusts). OAuth 2.1 wants TLS for every authorization server
+//! endpoint: `http://` is refused here except to this machine ([`require_https`]).
 
 use std::time::Duration;
 
@@ -7,11 +10,11 @@ use http::header::{ACCEPT, CONTENT_TYPE, HOST};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use tokio::net::TcpStream;
 use url::Url;
 
 use super::auth;
 use crate::ClientError;
+use crate::connect;
 
 /// How long one OAuth request may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -54,6 +57,23 @@ pub(crate) async fn post_json(url: &Url, body: &Value) -> Result<Answer, ClientE
     .await
 }
 
+/// OAuth 2.1 (§1.5) has every authorization server endpoint served over TLS: an `http://`
+/// URL is accepted only for loopback (`localhost`, 127.0.0.0/8, `::1`), where a local
+/// server or a test runs. `what` names the URL in the error.
+pub(crate) fn require_https(what: &str, url: &Url) -> Result<(), ClientError> {
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if url.host_str().is_some_and(connect::is_loopback) => Ok(()),
+        "http" => Err(auth(format!(
+            "{what} {url}: OAuth over plain http:// is allowed only to this machine \
+             (localhost); any other host must be reached over https://"
+        ))),
+        other => Err(auth(format!(
+            "{what} {url}: an OAuth URL is https:// (or http:// to localhost), not {other}://"
+        ))),
+    }
+}
+
 async fn send(
     url: &Url,
     method: &str,
@@ -88,19 +108,17 @@ pub(crate) async fn request(
     headers: Vec<(String, String)>,
 ) -> Result<Raw, ClientError> {
     let fail = |why: String| auth(format!("{url}: {why}"));
-    if url.scheme() != "http" {
-        return Err(fail(format!(
-            "only http:// is supported by this client, not {}://",
-            url.scheme()
-        )));
-    }
+    require_https("OAuth request to", url)?;
+    let https = url.scheme() == "https";
     let host = url
         .host_str()
         .ok_or_else(|| fail("no host".into()))?
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_owned();
-    let port = url.port_or_known_default().unwrap_or(80);
+    let port = url
+        .port_or_known_default()
+        .unwrap_or(if https { 443 } else { 80 });
     let authority = match url.port() {
         Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
         None => url.host_str().unwrap_or_default().to_owned(),
@@ -111,7 +129,7 @@ pub(crate) async fn request(
         target.push_str(q);
     }
     let work = async {
-        let stream = TcpStream::connect((host.as_str(), port))
+        let stream = connect::open(&connect::current_roots(), https, &host, port)
             .await
             .map_err(|e| fail(e.to_string()))?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -158,4 +176,45 @@ pub(crate) async fn request(
     tokio::time::timeout(TIMEOUT, work)
         .await
         .map_err(|_| fail(format!("no answer within {} s", TIMEOUT.as_secs())))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorization_server_urls_are_https_except_to_this_machine() {
+        let ok = |u: &str| require_https("token_endpoint", &Url::parse(u).unwrap());
+        for u in [
+            "https://as.example/token",
+            "https://10.0.0.1/token",
+            "http://localhost:8080/token",
+            "http://127.0.0.1/token",
+            "http://[::1]:9/token",
+            "http://app.localhost/token",
+        ] {
+            assert!(ok(u).is_ok(), "{u}");
+        }
+        for (u, says) in [
+            ("http://as.example/token", "allowed only to this machine"),
+            ("http://10.0.0.1/token", "allowed only to this machine"),
+            (
+                "http://localhost.evil.example/token",
+                "allowed only to this machine",
+            ),
+            ("ftp://as.example/token", "not ftp://"),
+        ] {
+            let e = ok(u).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("token_endpoint"), "{u}: {e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_http_request_to_another_host_is_refused_before_connecting() {
+        // Port 9 on a TEST-NET address: were it tried, the request would hang or fail
+        // differently.
+        let url = Url::parse("http://192.0.2.1:9/.well-known/oauth-authorization-server").unwrap();
+        let e = get_json(&url).await.unwrap_err().to_string();
+        assert!(e.contains("allowed only to this machine"), "{e}");
+    }
 }

@@ -504,7 +504,8 @@ fn endpoint_of(meta: &Value, k: &str) -> Result<Url, ClientError> {
         .get(k)
         .and_then(Value::as_str)
         .ok_or_else(|| auth(format!("the authorization server metadata has no {k}")))?;
-    Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))
+    let url = Url::parse(v).map_err(|e| auth(format!("{k} {v:?}: {e}")))?;
+    fetch::require_https(k, &url).map(|()| url)
 }
 
 impl Authorizer for OAuth {

@@ -32,7 +32,7 @@ fn open(
             inner
         }
         Target::Http { url } => Arc::new(new(Link::Http(HttpLink {
-            endpoint: Endpoint::parse(url)?,
+            endpoint: Endpoint::parse(url, &options.connect.tls)?,
         }))),
     })
 }
