@@ -323,7 +323,13 @@ impl Inner {
         }
         let _guard = PendingGuard { inner: self, id };
         if !link.send(line).await {
-            return Err(self.closed_error(&call.method));
+            // The server is gone. The reader sees its stdout close, keeps the last of its
+            // stderr and fails every pending request, this one included, saying why: wait
+            // for that rather than answer before the stderr is in.
+            return match tokio::time::timeout(Duration::from_secs(1), rx).await {
+                Ok(Ok(outcome)) => outcome,
+                _ => Err(self.closed_error(&call.method)),
+            };
         }
         rx.await
             .unwrap_or_else(|_| Err(self.closed_error(&call.method)))
