@@ -295,6 +295,9 @@ pub struct HttpArgs {
     /// 60k calls/s on a 2-core machine; add threads when one core is not enough.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "addr")]
     pub http_threads: usize,
+    /// Do not serve /metrics, /healthz and /readyz (and record no metrics).
+    #[arg(long, requires = "addr")]
+    pub no_metrics: bool,
 }
 
 // `toolwright tools`.

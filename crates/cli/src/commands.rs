@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use toolwright_fixtures::Set;
 use toolwright_protocol::{Implementation, ProtocolVersion, Tool as ToolDefinition};
@@ -52,6 +53,8 @@ struct Settings<'a> {
     tools: &'a ToolSetArgs,
     run: &'a RunArgs,
     protocol: &'a ProtocolArgs,
+    /// Where requests are observed (`serve --http` unless `--no-metrics`).
+    telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -137,6 +140,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
         tools: set,
         run: a,
         protocol: p,
+        telemetry,
     } = settings;
     if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
         bail!("--call-timeout must be a positive number of seconds");
@@ -157,6 +161,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
             max_bytes: p.page_bytes,
         },
         roots,
+        telemetry: telemetry.clone(),
         ..Config::default()
     };
     config.limits.max_bytes = p.max_message_bytes;
@@ -269,10 +274,12 @@ fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
     init_logging();
+    let metrics = a.http.addr.is_some() && !a.http.no_metrics;
     let built = build(&Settings {
         tools: &a.tools,
         run: &a.run,
         protocol: &a.protocol,
+        telemetry: metrics.then(toolwright_server::telemetry::Telemetry::new),
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -292,7 +299,12 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     };
     if let Some(addr) = &a.http.addr {
         server.warm_up();
-        let config = http_config(&a.http, addr)?;
+        let mut config = http_config(&a.http, addr)?;
+        config.ops_endpoints = !a.http.no_metrics;
+        if let Some(g) = &gateway {
+            let g = g.clone();
+            config.readiness = Some(toolwright_http::Readiness(Arc::new(move || g.problems())));
+        }
         // This thread serves the first listener on a single-threaded runtime, and the
         // server starts one more thread per extra listener (--http-threads). Here one
         // thread did 62-66k calls/s at 15 us of CPU each, p99 2 ms; tokio's two-worker
@@ -417,6 +429,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         tools: &a.tools,
         run: &crate::args::defaults(),
         protocol: &crate::args::defaults(),
+        telemetry: None,
     })?
     .server;
     let defs = definitions(&server);
@@ -456,6 +469,7 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         tools: &a.tools,
         run: &a.run,
         protocol: &crate::args::defaults(),
+        telemetry: None,
     })?
     .server;
     let tools = server.tools();

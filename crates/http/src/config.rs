@@ -1,6 +1,18 @@
 //! Settings of the HTTP transport.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What `/readyz` asks besides the server's own tools being loaded: the problems that keep
+/// the server from being ready now (none: ready), such as a gateway's unreachable upstream.
+#[derive(Clone)]
+pub struct Readiness(pub Arc<dyn Fn() -> Vec<String> + Send + Sync>);
+
+impl std::fmt::Debug for Readiness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Readiness(..)")
+    }
+}
 
 /// Settings of [`HttpServer`](crate::HttpServer). [`HttpConfig::default`] is loopback-only,
 /// stateful, without authentication.
@@ -65,6 +77,12 @@ pub struct HttpConfig {
     pub event_store_capacity: usize,
     /// Finished-but-unread POST streams kept per legacy session for resumption.
     pub max_stored_streams: usize,
+    /// Serve `/metrics` (the server's [`Config::telemetry`](toolwright_server::Config::telemetry)
+    /// as OpenMetrics text; 404 when it has none), `/healthz` and `/readyz`, behind the same
+    /// Host, Origin and bearer-token checks as the MCP endpoint. Default true.
+    pub ops_endpoints: bool,
+    /// More readiness checks for `/readyz`.
+    pub readiness: Option<Readiness>,
 }
 
 impl Default for HttpConfig {
@@ -93,6 +111,8 @@ impl Default for HttpConfig {
             keep_alive_interval: Duration::from_secs(15),
             event_store_capacity: 1_024,
             max_stored_streams: 64,
+            ops_endpoints: true,
+            readiness: None,
         }
     }
 }

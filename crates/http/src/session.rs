@@ -80,8 +80,10 @@ impl HttpSession {
     ) -> Arc<HttpSession> {
         let get = Arc::new(Cell::new(capacity, true));
         let mcp = server.new_session(get.clone());
+        let id = mint_id();
+        mcp.set_label(toolwright_server::telemetry::Transport::Tcp, Some(&id));
         Arc::new(HttpSession {
-            id: mint_id(),
+            id,
             mcp,
             get,
             get_open: AtomicBool::new(false),

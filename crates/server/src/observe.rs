@@ -1,0 +1,142 @@
+//! Telemetry's one hook: every request and notification [`Server::handle`] receives, of
+//! either era and from either transport, is described as a
+//! [`toolwright_telemetry::Operation`] here and its [`Handled`] watched until the reply
+//! exists. Nothing here runs when [`Config::telemetry`](crate::Config::telemetry) is `None`.
+
+use crate::reply::{Handled, Outcome as ReplyOutcome, Reply};
+use crate::session::Session;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::sync::Arc;
+use toolwright_jsonrpc::RequestId;
+use toolwright_protocol::ProtocolVersion;
+use toolwright_telemetry::{Observation, Operation, Outcome, Target, Telemetry, method_name};
+
+/// The few fields of a message's params telemetry reads.
+#[derive(Deserialize, Default)]
+struct Peek {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<PeekMeta>,
+}
+
+#[derive(Deserialize, Default)]
+struct PeekMeta {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<String>,
+}
+
+/// The protocol version of a message: the modern one it names in `_meta`, else the one its
+/// session negotiated.
+fn version(session: &Session, modern: Option<&str>) -> Option<&'static str> {
+    modern
+        .and_then(ProtocolVersion::parse)
+        .or_else(|| session.negotiated().map(|n| n.version))
+        .map(ProtocolVersion::as_str)
+}
+
+fn base(session: &Session, method: &'static str, id: Option<&RequestId>) -> Operation {
+    Operation {
+        method,
+        target: None,
+        request_id: id.map(ToString::to_string),
+        session_id: session.label_id().cloned(),
+        protocol_version: None,
+        transport: session.transport(),
+    }
+}
+
+/// The operation of a `tools/call` read in one pass.
+pub(crate) fn call_operation(
+    session: &Session,
+    id: &RequestId,
+    tool: &str,
+    modern_version: Option<&str>,
+) -> Operation {
+    Operation {
+        target: Some(Target::Tool(tool.to_owned())),
+        protocol_version: version(session, modern_version),
+        ..base(session, method_name("tools/call"), Some(id))
+    }
+}
+
+/// The operation of any other request (`id`) or notification.
+pub(crate) fn operation(
+    session: &Session,
+    id: Option<&RequestId>,
+    name: &str,
+    params: Option<&RawValue>,
+) -> Operation {
+    let method = method_name(name);
+    let peek: Peek = params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    let modern = peek
+        .meta
+        .as_ref()
+        .and_then(|m| m.protocol_version.as_deref());
+    let target = match (method, peek.name) {
+        ("tools/call", Some(n)) => Some(Target::Tool(n)),
+        ("prompts/get", Some(n)) => Some(Target::Prompt(n)),
+        _ => None,
+    };
+    Operation {
+        target,
+        protocol_version: version(session, modern),
+        ..base(session, method, id)
+    }
+}
+
+fn outcome(reply: &Reply) -> Outcome {
+    match reply.outcome() {
+        ReplyOutcome::Error(code) => Outcome::RpcError(code),
+        ReplyOutcome::Result if reply.is_tool_error() => Outcome::ToolError,
+        ReplyOutcome::Result => Outcome::Ok,
+    }
+}
+
+/// How a request (`is_request`) or notification that produced no reply ended.
+fn silent(is_request: bool) -> Outcome {
+    if is_request {
+        Outcome::Cancelled
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// Watches `handled` until its reply exists, then finishes `observation` with its outcome.
+pub(crate) fn watch(observation: Observation, handled: Handled) -> Handled {
+    let is_request = observation.operation().request_id.is_some();
+    match handled {
+        Handled::Nothing => {
+            observation.finish(silent(is_request));
+            Handled::Nothing
+        }
+        Handled::Reply(reply) => {
+            observation.finish(outcome(&reply));
+            Handled::Reply(reply)
+        }
+        Handled::Later(fut) => Handled::Later(Box::pin(async move {
+            let reply = fut.await;
+            observation.finish(reply.as_ref().map_or(silent(is_request), outcome));
+            reply
+        })),
+    }
+}
+
+/// After an `initialize` answered with a result: the session is open from now on, at the
+/// version it settled (which its `initialize` operation is recorded with too).
+pub(crate) fn session_opened(
+    telemetry: &Arc<Telemetry>,
+    session: &Session,
+    observation: &mut Observation,
+) {
+    let Some(n) = session.negotiated() else {
+        return;
+    };
+    observation.set_protocol_version(n.version.as_str());
+    if !session.is_observed() {
+        session.set_observed(telemetry.session(Some(n.version.as_str()), session.transport()));
+    }
+}
