@@ -203,6 +203,15 @@ pub struct ServeArgs {
     /// Streamable HTTP settings.
     #[command(flatten)]
     pub http: HttpArgs,
+    /// How log lines on stderr are written: `text`, or `json` (one object a line, with the
+    /// trace and span ids of the request being handled, and a line for each request and
+    /// notification; the default level is then info).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Record each tool call's arguments and result in its log line, cut to BYTES each
+    /// (off by default: they may hold secrets).
+    #[arg(long, value_name = "BYTES")]
+    pub capture_bytes: Option<usize>,
 }
 
 /// What `--http` takes: an IP address and a port (a name would need resolving, and a port

@@ -26,6 +26,26 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn init_logging() {
+    init_logging_as(false);
+}
+
+/// Logging to stderr, as text or (`json`) one JSON object a line, each with the fields of
+/// the span it was written in (the trace and span ids of the request being handled).
+fn init_logging_as(json: bool) {
+    if json {
+        let builder = tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(std::io::stderr);
+        let _ = match std::env::var("TOOLWRIGHT_LOG") {
+            Ok(spec) => builder
+                .with_env_filter(tracing_subscriber::EnvFilter::new(spec))
+                .try_init(),
+            Err(_) => builder.with_max_level(tracing::Level::INFO).try_init(),
+        };
+        return;
+    }
     let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
     // An EnvFilter compiles regular expressions (milliseconds at start-up), so it is built
     // only when TOOLWRIGHT_LOG asks for directives; the default is a plain level.
@@ -273,13 +293,18 @@ fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
 }
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
-    init_logging();
+    let json_logs = a.log_format == "json";
+    init_logging_as(json_logs);
     let metrics = a.http.addr.is_some() && !a.http.no_metrics;
+    let observed = metrics || json_logs || a.capture_bytes.is_some();
+    let settings = toolwright_server::telemetry::Settings {
+        capture_bytes: a.capture_bytes,
+    };
     let built = build(&Settings {
         tools: &a.tools,
         run: &a.run,
         protocol: &a.protocol,
-        telemetry: metrics.then(toolwright_server::telemetry::Telemetry::new),
+        telemetry: observed.then(|| toolwright_server::telemetry::Telemetry::with(settings)),
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets

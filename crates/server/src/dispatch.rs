@@ -76,17 +76,15 @@ impl Server {
         match inbound {
             Inbound::Call(id, params) => {
                 // Telemetry's hook (here and in `message`): one check when it is off.
-                let observation = self.inner.config.telemetry.as_ref().map(|t| {
-                    let modern = params.meta.as_ref();
-                    let modern = modern.and_then(|m| m.protocol_version.as_deref());
-                    t.start(observe::call_operation(session, &id, &params.name, modern))
-                });
-                let handled = self
-                    .tools_call(session, &id, params, sink)
-                    .unwrap_or_else(|e| Handled::error(&id, e));
+                let observation = (self.inner.config.telemetry.as_ref())
+                    .map(|t| t.start(observe::call_operation(t, session, &id, &params)));
+                let handle = || {
+                    self.tools_call(session, &id, params, sink)
+                        .unwrap_or_else(|e| Handled::error(&id, e))
+                };
                 match observation {
-                    Some(o) => observe::watch(o, handled),
-                    None => handled,
+                    Some(o) => observe::observed(o, handle),
+                    None => handle(),
                 }
             }
             Inbound::Message(msg) => self.message(session, msg, sink),
@@ -103,28 +101,32 @@ impl Server {
                 let params = req.params.as_deref();
                 let observation = telemetry
                     .map(|t| t.start(observe::operation(session, Some(&id), &req.method, params)));
-                let handled = self
-                    .request(session, &id, &req.method, params, sink)
-                    .unwrap_or_else(|e| Handled::error(&id, e));
+                let handle = || {
+                    self.request(session, &id, &req.method, params, sink)
+                        .unwrap_or_else(|e| Handled::error(&id, e))
+                };
                 match (observation, telemetry) {
-                    (Some(mut o), Some(t)) => {
-                        if req.method == "initialize" {
-                            observe::session_opened(t, session, &mut o);
-                        }
-                        observe::watch(o, handled)
+                    (Some(mut o), Some(t)) if req.method == "initialize" => {
+                        let handled = o.span().in_scope(handle);
+                        observe::session_opened(t, session, &mut o);
+                        observe::observed(o, || handled)
                     }
-                    _ => handled,
+                    (Some(o), _) => observe::observed(o, handle),
+                    _ => handle(),
                 }
             }
             Message::Notification(n) => {
                 let params = n.params.as_deref();
                 let observation = telemetry
                     .map(|t| t.start(observe::operation(session, None, &n.method, params)));
-                self.notification(session, &n.method, params);
-                if let Some(o) = observation {
-                    o.finish(toolwright_telemetry::Outcome::Ok);
+                let handle = || {
+                    self.notification(session, &n.method, params);
+                    Handled::Nothing
+                };
+                match observation {
+                    Some(o) => observe::observed(o, handle),
+                    None => handle(),
                 }
-                Handled::Nothing
             }
             Message::Response(r) => {
                 if !session.resolve(&r.id, r.outcome) {

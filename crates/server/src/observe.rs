@@ -10,7 +10,10 @@ use serde_json::value::RawValue;
 use std::sync::Arc;
 use toolwright_jsonrpc::RequestId;
 use toolwright_protocol::ProtocolVersion;
-use toolwright_telemetry::{Observation, Operation, Outcome, Target, Telemetry, method_name};
+use toolwright_protocol::params::CallToolParams;
+use toolwright_telemetry::{
+    Observation, Operation, Outcome, SpanContext, Target, Telemetry, method_name,
+};
 
 /// The few fields of a message's params telemetry reads.
 #[derive(Deserialize, Default)]
@@ -25,6 +28,15 @@ struct Peek {
 struct PeekMeta {
     #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
     protocol_version: Option<String>,
+    #[serde(default)]
+    traceparent: Option<String>,
+    #[serde(default)]
+    tracestate: Option<String>,
+}
+
+/// The caller's span, from `_meta`'s `traceparent` and `tracestate`.
+fn parent(traceparent: Option<&str>, tracestate: Option<&str>) -> Option<SpanContext> {
+    SpanContext::parse(traceparent?, tracestate)
 }
 
 /// The protocol version of a message: the modern one it names in `_meta`, else the one its
@@ -44,19 +56,29 @@ fn base(session: &Session, method: &'static str, id: Option<&RequestId>) -> Oper
         session_id: session.label_id().cloned(),
         protocol_version: None,
         transport: session.transport(),
+        parent: None,
+        arguments: None,
     }
 }
 
 /// The operation of a `tools/call` read in one pass.
 pub(crate) fn call_operation(
+    telemetry: &Telemetry,
     session: &Session,
     id: &RequestId,
-    tool: &str,
-    modern_version: Option<&str>,
+    p: &CallToolParams,
 ) -> Operation {
+    let meta = p.meta.as_deref();
+    let arguments = match (telemetry.capture_bytes(), &p.arguments) {
+        (Some(_), Some(a)) => Some(a.text.get().to_owned()),
+        (Some(_), None) => Some("{}".to_owned()),
+        (None, _) => None,
+    };
     Operation {
-        target: Some(Target::Tool(tool.to_owned())),
-        protocol_version: version(session, modern_version),
+        target: Some(Target::Tool(p.name.clone())),
+        protocol_version: version(session, meta.and_then(|m| m.protocol_version.as_deref())),
+        parent: meta.and_then(|m| parent(m.traceparent.as_deref(), m.tracestate.as_deref())),
+        arguments,
         ..base(session, method_name("tools/call"), Some(id))
     }
 }
@@ -72,10 +94,9 @@ pub(crate) fn operation(
     let peek: Peek = params
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or_default();
-    let modern = peek
-        .meta
-        .as_ref()
-        .and_then(|m| m.protocol_version.as_deref());
+    let meta = peek.meta.as_ref();
+    let modern = meta.and_then(|m| m.protocol_version.as_deref());
+    let parent = meta.and_then(|m| parent(m.traceparent.as_deref(), m.tracestate.as_deref()));
     let target = match (method, peek.name) {
         ("tools/call", Some(n)) => Some(Target::Tool(n)),
         ("prompts/get", Some(n)) => Some(Target::Prompt(n)),
@@ -84,6 +105,7 @@ pub(crate) fn operation(
     Operation {
         target,
         protocol_version: version(session, modern),
+        parent,
         ..base(session, method, id)
     }
 }
@@ -105,23 +127,44 @@ fn silent(is_request: bool) -> Outcome {
     }
 }
 
-/// Watches `handled` until its reply exists, then finishes `observation` with its outcome.
-pub(crate) fn watch(observation: Observation, handled: Handled) -> Handled {
+/// Finishes `observation` with the outcome of `reply`.
+fn finish(mut observation: Observation, reply: Option<&Reply>, is_request: bool) {
+    match reply {
+        Some(r) => {
+            observation.capture_result(r.line());
+            observation.finish(outcome(r));
+        }
+        None => observation.finish(silent(is_request)),
+    }
+}
+
+/// Runs `handle` inside `observation`'s span (so what it logs carries the trace and span
+/// ids), then watches what it returns until the reply exists and finishes `observation`
+/// with its outcome.
+pub(crate) fn observed(observation: Observation, handle: impl FnOnce() -> Handled) -> Handled {
     let is_request = observation.operation().request_id.is_some();
+    let handled = observation.span().in_scope(handle);
     match handled {
         Handled::Nothing => {
-            observation.finish(silent(is_request));
+            finish(observation, None, is_request);
             Handled::Nothing
         }
         Handled::Reply(reply) => {
-            observation.finish(outcome(&reply));
+            finish(observation, Some(&reply), is_request);
             Handled::Reply(reply)
         }
-        Handled::Later(fut) => Handled::Later(Box::pin(async move {
-            let reply = fut.await;
-            observation.finish(reply.as_ref().map_or(silent(is_request), outcome));
-            reply
-        })),
+        Handled::Later(fut) => {
+            use tracing::Instrument;
+            let span = observation.span().clone();
+            Handled::Later(Box::pin(
+                async move {
+                    let reply = fut.await;
+                    finish(observation, reply.as_ref(), is_request);
+                    reply
+                }
+                .instrument(span),
+            ))
+        }
     }
 }
 

@@ -15,10 +15,12 @@
 //! A server without telemetry holds no [`Telemetry`] and never builds an [`Operation`]: the
 //! cost of telemetry being off is one `Option` check per message.
 
+pub mod context;
 mod metrics;
 mod observe;
 pub(crate) mod process;
 
+pub use context::SpanContext;
 pub use observe::{Observation, Operation, Outcome, SessionGuard, Target, Transport};
 
 use metrics::Metrics;
@@ -43,6 +45,16 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// The instruments of one process. Cheap to share: hold it in an [`Arc`].
 pub struct Telemetry {
     metrics: Metrics,
+    settings: Settings,
+}
+
+/// What telemetry records beyond the instruments.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Record each `tools/call`'s arguments and result (in its log line, and as the
+    /// convention's opt-in `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`),
+    /// each cut to this many bytes. `None`, the default: neither is recorded.
+    pub capture_bytes: Option<usize>,
 }
 
 impl fmt::Debug for Telemetry {
@@ -54,9 +66,20 @@ impl fmt::Debug for Telemetry {
 impl Telemetry {
     /// Fresh instruments, with the process gauges.
     pub fn new() -> Arc<Self> {
+        Self::with(Settings::default())
+    }
+
+    /// Fresh instruments, recording what `settings` asks.
+    pub fn with(settings: Settings) -> Arc<Self> {
         Arc::new(Telemetry {
             metrics: Metrics::new(),
+            settings,
         })
+    }
+
+    /// How many bytes of a call's arguments and result are recorded (`None`: none).
+    pub fn capture_bytes(&self) -> Option<usize> {
+        self.settings.capture_bytes
     }
 
     /// Starts observing one request or notification; finish it with

@@ -8,6 +8,7 @@ fn tool_call(name: &str, transport: Transport) -> Operation {
         session_id: None,
         protocol_version: Some("2025-11-25"),
         transport,
+        ..Operation::default()
     }
 }
 
@@ -136,4 +137,55 @@ fn process_gauges_are_rendered() {
     ] {
         assert!(text.contains(name), "{name} missing:\n{text}");
     }
+}
+
+#[test]
+fn traceparent_parses_and_is_passed_on() {
+    let p = SpanContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("rojo=00f067aa0ba902b7"),
+    )
+    .expect("valid");
+    assert_eq!(p.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(p.span_id_hex(), "00f067aa0ba902b7");
+    assert_eq!(p.flags, 1);
+    let child = SpanContext::child_of(Some(&p));
+    assert_eq!(child.trace_id, p.trace_id);
+    assert_ne!(child.span_id, p.span_id);
+    assert_eq!(child.state.as_deref(), Some("rojo=00f067aa0ba902b7"));
+    let tp = child.traceparent();
+    assert!(tp.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-") && tp.ends_with("-01"));
+    assert_eq!(
+        SpanContext::parse(&tp, None).unwrap().span_id,
+        child.span_id
+    );
+    for bad in [
+        "",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+    ] {
+        assert!(SpanContext::parse(bad, None).is_none(), "{bad:?} accepted");
+    }
+    // A later version may add fields.
+    assert!(
+        SpanContext::parse(
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            None
+        )
+        .is_some()
+    );
+    let fresh = SpanContext::child_of(None);
+    assert_ne!(fresh.trace_id, [0; 16]);
+    assert_eq!(fresh.flags, 1);
+}
+
+#[test]
+fn truncation_keeps_characters_whole() {
+    assert_eq!(context::truncate("short", 10), "short");
+    assert_eq!(context::truncate("abcdef", 3), "abc…");
+    assert_eq!(context::truncate("éé", 3), "é…");
 }

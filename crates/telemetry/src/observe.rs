@@ -1,6 +1,7 @@
 //! One observed request or notification, and one observed session.
 
 use crate::Telemetry;
+use crate::context::{SpanContext, truncate};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -65,6 +66,11 @@ pub struct Operation {
     pub protocol_version: Option<&'static str>,
     /// `network.transport`.
     pub transport: Transport,
+    /// The caller's span, from the request's `traceparent`.
+    pub parent: Option<SpanContext>,
+    /// A `tools/call`'s arguments as sent, when [`Telemetry::capture_bytes`] asks for them
+    /// (cut to that size when the observation starts).
+    pub arguments: Option<String>,
 }
 
 impl Operation {
@@ -109,8 +115,11 @@ impl Outcome {
 pub struct Observation {
     telemetry: Arc<Telemetry>,
     operation: Operation,
+    context: SpanContext,
+    span: tracing::Span,
     started: Instant,
     finished: bool,
+    result: Option<String>,
 }
 
 impl std::fmt::Debug for Observation {
@@ -122,12 +131,44 @@ impl std::fmt::Debug for Observation {
 }
 
 impl Observation {
-    pub(crate) fn new(telemetry: Arc<Telemetry>, operation: Operation) -> Self {
+    pub(crate) fn new(telemetry: Arc<Telemetry>, mut operation: Operation) -> Self {
+        let context = SpanContext::child_of(operation.parent.as_ref());
+        if let (Some(max), Some(args)) = (telemetry.capture_bytes(), &operation.arguments) {
+            operation.arguments = Some(truncate(args, max));
+        }
+        // What the log lines written while it is handled carry (`--log-format json`).
+        let span = tracing::info_span!(
+            "mcp",
+            trace_id = %context.trace_id_hex(),
+            span_id = %context.span_id_hex(),
+        );
         Observation {
             telemetry,
             operation,
+            context,
+            span,
             started: Instant::now(),
             finished: false,
+            result: None,
+        }
+    }
+
+    /// This operation's span: its trace, and its id as the parent of what it calls.
+    pub fn context(&self) -> &SpanContext {
+        &self.context
+    }
+
+    /// The `tracing` span that log lines written while it is handled belong to.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Records the result (the reply line), cut to [`Telemetry::capture_bytes`]; nothing
+    /// when capture is off.
+    pub fn capture_result(&mut self, result: &[u8]) {
+        if let Some(max) = self.telemetry.capture_bytes() {
+            let text = String::from_utf8_lossy(result);
+            self.result = Some(truncate(text.trim_end(), max));
         }
     }
 
@@ -154,6 +195,23 @@ impl Observation {
         self.telemetry
             .metrics
             .operation(&self.operation, outcome, seconds);
+        let op = &self.operation;
+        let _in = self.span.enter();
+        tracing::info!(
+            target: "toolwright::mcp",
+            duration_ms = seconds * 1e3,
+            "mcp.method.name" = op.method,
+            "gen_ai.tool.name" = op.target.as_ref().map(|t| t.name()),
+            "jsonrpc.request.id" = op.request_id.as_deref(),
+            "mcp.session.id" = op.session_id.as_deref(),
+            "mcp.protocol.version" = op.protocol_version,
+            "network.transport" = op.transport.as_str(),
+            "error.type" = outcome.error_type().as_deref(),
+            "gen_ai.tool.call.arguments" = op.arguments.as_deref(),
+            "gen_ai.tool.call.result" = self.result.as_deref(),
+            "{}",
+            op.span_name()
+        );
     }
 }
 

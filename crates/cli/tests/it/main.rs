@@ -27,6 +27,7 @@ mod http_node;
 mod http_security;
 mod http_strict;
 mod lint;
+mod logs;
 mod metrics;
 mod mrtr;
 mod peer;
