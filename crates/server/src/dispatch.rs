@@ -107,7 +107,7 @@ impl Server {
                 };
                 match (observation, telemetry) {
                     (Some(mut o), Some(t)) if req.method == "initialize" => {
-                        let handled = o.span().in_scope(handle);
+                        let handled = observe::run(&o, handle);
                         observe::session_opened(t, session, &mut o);
                         observe::observed(o, || handled)
                     }

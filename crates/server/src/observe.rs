@@ -127,6 +127,33 @@ fn silent(is_request: bool) -> Outcome {
     }
 }
 
+thread_local! {
+    /// The span of the request being handled on this thread, while its handler first runs
+    /// (when the tool's context is made).
+    static CURRENT: std::cell::RefCell<Option<SpanContext>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The span of the request whose handler runs now on this thread.
+pub(crate) fn current() -> Option<SpanContext> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Runs `f` with `context` as [`current`] (the one before comes back afterwards, as batches
+/// and nested handling need).
+fn with_current<T>(context: &SpanContext, f: impl FnOnce() -> T) -> T {
+    let before = CURRENT.with(|c| c.replace(Some(context.clone())));
+    let out = f();
+    CURRENT.with(|c| *c.borrow_mut() = before);
+    out
+}
+
+/// Runs `handle` inside `observation`'s span, with its context as [`current`].
+pub(crate) fn run<T>(observation: &Observation, handle: impl FnOnce() -> T) -> T {
+    observation
+        .span()
+        .in_scope(|| with_current(observation.context(), handle))
+}
+
 /// Finishes `observation` with the outcome of `reply`.
 fn finish(mut observation: Observation, reply: Option<&Reply>, is_request: bool) {
     match reply {
@@ -143,7 +170,7 @@ fn finish(mut observation: Observation, reply: Option<&Reply>, is_request: bool)
 /// with its outcome.
 pub(crate) fn observed(observation: Observation, handle: impl FnOnce() -> Handled) -> Handled {
     let is_request = observation.operation().request_id.is_some();
-    let handled = observation.span().in_scope(handle);
+    let handled = run(&observation, handle);
     match handled {
         Handled::Nothing => {
             finish(observation, None, is_request);

@@ -37,3 +37,4 @@ mod search_files_hardening;
 mod stdio_legacy;
 mod stdio_modern;
 mod stdio_robustness;
+mod trace_propagation;
