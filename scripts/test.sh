@@ -15,6 +15,9 @@ log() { printf '\n== %s\n' "$*"; }
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v fdfind >/dev/null 2>&1 || need_apt+=(fd-find)
+# Prometheus scrapes `serve --http`'s /metrics in the metrics tests (started by the test
+# itself, never as a service).
+command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 # GNU units backs the unit-converter example pack (examples/units), which the tests run.
 command -v units >/dev/null 2>&1 || need_apt+=(units)
 # Shared legacy sessions: the Redis session store and the three-replica deploy test.

@@ -203,6 +203,15 @@ pub struct ServeArgs {
     /// Streamable HTTP settings.
     #[command(flatten)]
     pub http: HttpArgs,
+    /// How log lines on stderr are written: `text`, or `json` (one object a line, with the
+    /// trace and span ids of the request being handled, and a line for each request and
+    /// notification; the default level is then info).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Record each tool call's arguments and result in its log line, cut to BYTES each
+    /// (off by default: they may hold secrets).
+    #[arg(long, value_name = "BYTES")]
+    pub capture_bytes: Option<usize>,
 }
 
 /// What `--http` takes: an IP address and a port (a name would need resolving, and a port
@@ -313,6 +322,9 @@ pub struct HttpArgs {
     /// 60k calls/s on a 2-core machine; add threads when one core is not enough.
     #[arg(long, value_name = "N", default_value_t = 1, requires = "addr")]
     pub http_threads: usize,
+    /// Do not serve /metrics, /healthz and /readyz (and record no metrics).
+    #[arg(long, requires = "addr")]
+    pub no_metrics: bool,
 }
 
 // `toolwright tools`.

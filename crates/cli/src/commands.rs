@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use toolwright_fixtures::Set;
 use toolwright_protocol::{Implementation, ProtocolVersion, Tool as ToolDefinition};
@@ -25,6 +26,26 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn init_logging() {
+    init_logging_as(false);
+}
+
+/// Logging to stderr, as text or (`json`) one JSON object a line, each with the fields of
+/// the span it was written in (the trace and span ids of the request being handled).
+fn init_logging_as(json: bool) {
+    if json {
+        let builder = tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(std::io::stderr);
+        let _ = match std::env::var("TOOLWRIGHT_LOG") {
+            Ok(spec) => builder
+                .with_env_filter(tracing_subscriber::EnvFilter::new(spec))
+                .try_init(),
+            Err(_) => builder.with_max_level(tracing::Level::INFO).try_init(),
+        };
+        return;
+    }
     let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
     // An EnvFilter compiles regular expressions (milliseconds at start-up), so it is built
     // only when TOOLWRIGHT_LOG asks for directives; the default is a plain level.
@@ -52,6 +73,8 @@ struct Settings<'a> {
     tools: &'a ToolSetArgs,
     run: &'a RunArgs,
     protocol: &'a ProtocolArgs,
+    /// Where requests are observed (`serve --http` unless `--no-metrics`).
+    telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -137,6 +160,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
         tools: set,
         run: a,
         protocol: p,
+        telemetry,
     } = settings;
     if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
         bail!("--call-timeout must be a positive number of seconds");
@@ -157,6 +181,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
             max_bytes: p.page_bytes,
         },
         roots,
+        telemetry: telemetry.clone(),
         ..Config::default()
     };
     config.limits.max_bytes = p.max_message_bytes;
@@ -268,11 +293,18 @@ fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
 }
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
-    init_logging();
+    let json_logs = a.log_format == "json";
+    init_logging_as(json_logs);
+    let metrics = a.http.addr.is_some() && !a.http.no_metrics;
+    let observed = metrics || json_logs || a.capture_bytes.is_some();
+    let settings = toolwright_server::telemetry::Settings {
+        capture_bytes: a.capture_bytes,
+    };
     let built = build(&Settings {
         tools: &a.tools,
         run: &a.run,
         protocol: &a.protocol,
+        telemetry: observed.then(|| toolwright_server::telemetry::Telemetry::with(settings)),
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -292,7 +324,12 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     };
     if let Some(addr) = &a.http.addr {
         server.warm_up();
-        let config = http_config(&a.http, addr)?;
+        let mut config = http_config(&a.http, addr)?;
+        config.ops_endpoints = !a.http.no_metrics;
+        if let Some(g) = &gateway {
+            let g = g.clone();
+            config.readiness = Some(toolwright_http::Readiness(Arc::new(move || g.problems())));
+        }
         // This thread serves the first listener on a single-threaded runtime, and the
         // server starts one more thread per extra listener (--http-threads). Here one
         // thread did 62-66k calls/s at 15 us of CPU each, p99 2 ms; tokio's two-worker
@@ -435,6 +472,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         tools: &a.tools,
         run: &crate::args::defaults(),
         protocol: &crate::args::defaults(),
+        telemetry: None,
     })?
     .server;
     let defs = definitions(&server);
@@ -474,6 +512,7 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         tools: &a.tools,
         run: &a.run,
         protocol: &crate::args::defaults(),
+        telemetry: None,
     })?
     .server;
     let tools = server.tools();

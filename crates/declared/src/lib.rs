@@ -51,6 +51,10 @@ pub struct RunContext<'a> {
     pub timeout: Duration,
     /// Cancelled when the client cancels the call or the server gives up on it.
     pub cancel: &'a CancellationToken,
+    /// W3C `traceparent` (and `tracestate`) of the call's span, when telemetry observes it:
+    /// an HTTP action sends them as headers (unless the tool sets its own), a command gets
+    /// them as `TRACEPARENT` and `TRACESTATE` in its environment.
+    pub trace: Option<(String, Option<String>)>,
 }
 
 /// What an action produced: the bytes to shape, and facts for the result's `_meta` (exit

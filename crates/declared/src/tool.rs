@@ -159,6 +159,9 @@ impl Tool for DeclaredTool {
                 roots: ctx.roots(),
                 timeout: self.timeout,
                 cancel: ctx.cancellation(),
+                trace: ctx
+                    .trace_context()
+                    .map(|t| (t.traceparent(), t.state.clone())),
             };
             Ok(self.run(args, &rc).await)
         })

@@ -208,6 +208,16 @@ impl Gateway {
         self.upstreams.lock().clone()
     }
 
+    /// What keeps the gateway from being ready (for `/readyz`): each `eager` upstream
+    /// without a live connection. Lazy ones connect on first use and are not asked.
+    pub fn problems(&self) -> Vec<String> {
+        self.upstreams()
+            .iter()
+            .filter(|u| u.spec().start == StartSpec::Eager && u.current().is_none())
+            .map(|u| format!("upstream {} is not connected", u.name()))
+            .collect()
+    }
+
     /// Starts the `eager` servers now, in the background, and watches the state file.
     pub fn start(self: &Arc<Self>) {
         for up in self.upstreams() {

@@ -210,6 +210,15 @@ impl UpstreamTool {
             _ => Vec::new(),
         };
         let mut params = json!({"name": self.upstream_name, "arguments": args});
+        // The call's span is the upstream's parent (W3C Trace Context in `_meta`, unprefixed,
+        // as the MCP conventions carry it), when telemetry observes the call.
+        if let Some(t) = ctx.trace_context() {
+            let mut meta = json!({"traceparent": t.traceparent()});
+            if let Some(state) = &t.state {
+                meta["tracestate"] = json!(state);
+            }
+            params["_meta"] = meta;
+        }
         for _round in 0..MAX_ROUNDS {
             let call = Call {
                 method: "tools/call".into(),

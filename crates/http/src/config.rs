@@ -4,6 +4,17 @@ use crate::store::SessionStore;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What `/readyz` asks besides the server's own tools being loaded: the problems that keep
+/// the server from being ready now (none: ready), such as a gateway's unreachable upstream.
+#[derive(Clone)]
+pub struct Readiness(pub Arc<dyn Fn() -> Vec<String> + Send + Sync>);
+
+impl std::fmt::Debug for Readiness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Readiness(..)")
+    }
+}
+
 /// Settings of [`HttpServer`](crate::HttpServer). [`HttpConfig::default`] is loopback-only,
 /// stateful, without authentication.
 #[derive(Debug, Clone)]
@@ -74,6 +85,12 @@ pub struct HttpConfig {
     /// Longest wait for one session store operation; a session request whose store does
     /// not answer in time gets 503.
     pub session_store_timeout: Duration,
+    /// Serve `/metrics` (the server's [`Config::telemetry`](toolwright_server::Config::telemetry)
+    /// as OpenMetrics text; 404 when it has none), `/healthz` and `/readyz`, behind the same
+    /// Host, Origin and bearer-token checks as the MCP endpoint. Default true.
+    pub ops_endpoints: bool,
+    /// More readiness checks for `/readyz`.
+    pub readiness: Option<Readiness>,
 }
 
 impl Default for HttpConfig {
@@ -104,6 +121,8 @@ impl Default for HttpConfig {
             max_stored_streams: 64,
             session_store: None,
             session_store_timeout: Duration::from_secs(2),
+            ops_endpoints: true,
+            readiness: None,
         }
     }
 }

@@ -126,6 +126,7 @@ pub mod error;
 mod guard;
 pub mod headers;
 mod listener;
+mod ops;
 mod post;
 mod respond;
 mod service;
@@ -134,7 +135,7 @@ pub mod store;
 mod stream;
 mod streams;
 
-pub use config::HttpConfig;
+pub use config::{HttpConfig, Readiness};
 pub use error::Error;
 pub use guard::check_auth_token;
 pub use listener::{HttpServer, shutdown_signal};

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
 use toolwright_protocol::{Method, ProtocolVersion};
 use toolwright_server::era::{self, Claim};
+use toolwright_server::telemetry::Transport;
 use toolwright_server::{Handled, Inbound, Outbound, Outcome, Session};
 
 pub(crate) async fn post(
@@ -241,6 +242,7 @@ async fn modern_post(
     let id = inbound.id().cloned();
     let (cell, sink) = new_cell(shared, to.accepts);
     let session = Session::new(sink.clone());
+    session.set_label(Transport::Tcp, None);
     match shared.server.handle(&session, inbound, &sink) {
         Handled::Nothing if id.is_none() || !to.accepts.sse => accepted(),
         Handled::Nothing => {
@@ -334,6 +336,7 @@ async fn legacy_post(
         } else {
             Session::stateless(sink.clone(), version)
         };
+        session.set_label(Transport::Tcp, None);
         let handled = shared.server.handle(&session, inbound, &sink);
         return legacy_respond(shared, to, None, cell, handled, &requests, &session).await;
     }

@@ -198,6 +198,14 @@ async fn route(shared: &Arc<Shared>, client: Client, req: Request<Incoming>) -> 
             }
         };
     }
+    if shared.config.ops_endpoints
+        && let Some(which) = crate::ops::Endpoint::of(path)
+    {
+        if let Err(r) = shared.guard.check_token(req.headers()) {
+            return refusal(shared, r);
+        }
+        return crate::ops::serve(shared, which, req.method());
+    }
     if let Some((paths, doc)) = &shared.metadata
         && paths.iter().any(|p| p == path)
     {

@@ -97,6 +97,7 @@ impl HttpSession {
         get: Arc<Cell>,
     ) -> Arc<HttpSession> {
         let mcp = server.new_session(outbound);
+        mcp.set_label(toolwright_server::telemetry::Transport::Tcp, Some(&id));
         Arc::new(HttpSession {
             id,
             mcp,

@@ -38,6 +38,13 @@ pub struct RequestMeta {
     /// Modern: the log level for this request; no log messages when absent.
     #[serde(default, rename = "io.modelcontextprotocol/logLevel")]
     pub log_level: Option<LoggingLevel>,
+    /// W3C Trace Context: the caller's span (unprefixed, as SEP-414 and OpenTelemetry's
+    /// MCP conventions put it).
+    #[serde(default)]
+    pub traceparent: Option<String>,
+    /// W3C Trace Context: vendor state passed along with `traceparent`.
+    #[serde(default)]
+    pub tracestate: Option<String>,
 }
 
 impl RequestMeta {

@@ -243,6 +243,12 @@ impl Server {
                 ..Default::default()
             },
             arguments_text,
+            trace: self
+                .inner
+                .config
+                .telemetry
+                .as_ref()
+                .and_then(|_| crate::observe::current()),
         })
     }
 

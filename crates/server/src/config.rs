@@ -47,6 +47,9 @@ pub struct Config {
     /// Most `subscriptions/listen` streams one session may hold open at once; more are
     /// refused with an error (on stdio the whole connection is one session).
     pub max_listens_per_session: usize,
+    /// Where every request and notification is observed (metrics, spans); `None`, the
+    /// default: telemetry is off and costs one check per message.
+    pub telemetry: Option<std::sync::Arc<toolwright_telemetry::Telemetry>>,
 }
 
 impl Default for Config {
@@ -65,6 +68,7 @@ impl Default for Config {
             state_secret: None,
             request_state_ttl: Duration::from_secs(600),
             max_listens_per_session: 16,
+            telemetry: None,
         }
     }
 }

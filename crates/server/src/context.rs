@@ -37,6 +37,8 @@ pub(crate) struct Scope {
     pub inputs: Inputs,
     /// The call's arguments as the client wrote them (none for in-process calls).
     pub arguments_text: Option<Box<serde_json::value::RawValue>>,
+    /// The span of the request being handled, when telemetry observes it.
+    pub trace: Option<toolwright_telemetry::SpanContext>,
 }
 
 /// Modern-era multi-round-trip state of one request.
@@ -78,7 +80,20 @@ impl ToolContext {
             client_timeout: Duration::from_secs(30),
             inputs: Inputs::default(),
             arguments_text: None,
+            trace: None,
         })
+    }
+
+    /// The span of the request being handled, when telemetry observes it: what a tool
+    /// passes on as the parent of what it calls (a `traceparent` header, `_meta` or
+    /// environment variable).
+    pub fn trace_context(&self) -> Option<&toolwright_telemetry::SpanContext> {
+        self.inner.trace.as_ref()
+    }
+
+    /// [`ToolContext::trace_context`] as a W3C `traceparent` value.
+    pub fn traceparent(&self) -> Option<String> {
+        self.inner.trace.as_ref().map(|t| t.traceparent())
     }
 
     /// The arguments as the client wrote them, when the call came over a transport: the

@@ -6,6 +6,7 @@
 //! handled by one `match` arm; handlers return `Result<_, ErrorObject>`, and an error
 //! becomes the JSON-RPC error reply to the request's id here, in one place.
 
+use crate::observe;
 use crate::reply::{Handled, Reply, join_batch, parse_required};
 use crate::server::Server;
 use crate::session::{Discard, Outbound, Session};
@@ -73,9 +74,19 @@ impl Server {
         sink: &Arc<dyn Outbound>,
     ) -> Handled {
         match inbound {
-            Inbound::Call(id, params) => self
-                .tools_call(session, &id, params, sink)
-                .unwrap_or_else(|e| Handled::error(&id, e)),
+            Inbound::Call(id, params) => {
+                // Telemetry's hook (here and in `message`): one check when it is off.
+                let observation = (self.inner.config.telemetry.as_ref())
+                    .map(|t| t.start(observe::call_operation(t, session, &id, &params)));
+                let handle = || {
+                    self.tools_call(session, &id, params, sink)
+                        .unwrap_or_else(|e| Handled::error(&id, e))
+                };
+                match observation {
+                    Some(o) => observe::observed(o, handle),
+                    None => handle(),
+                }
+            }
             Inbound::Message(msg) => self.message(session, msg, sink),
             Inbound::Batch(items) => self.batch(session, items, sink),
             Inbound::Invalid(e) => Handled::Reply(Reply::error(e.id.as_ref(), &e.error)),
@@ -83,15 +94,39 @@ impl Server {
     }
 
     fn message(&self, session: &Arc<Session>, msg: Message, sink: &Arc<dyn Outbound>) -> Handled {
+        let telemetry = self.inner.config.telemetry.as_ref();
         match msg {
             Message::Request(req) => {
                 let id = req.id;
-                self.request(session, &id, &req.method, req.params.as_deref(), sink)
-                    .unwrap_or_else(|e| Handled::error(&id, e))
+                let params = req.params.as_deref();
+                let observation = telemetry
+                    .map(|t| t.start(observe::operation(session, Some(&id), &req.method, params)));
+                let handle = || {
+                    self.request(session, &id, &req.method, params, sink)
+                        .unwrap_or_else(|e| Handled::error(&id, e))
+                };
+                match (observation, telemetry) {
+                    (Some(mut o), Some(t)) if req.method == "initialize" => {
+                        let handled = observe::run(&o, handle);
+                        observe::session_opened(t, session, &mut o);
+                        observe::observed(o, || handled)
+                    }
+                    (Some(o), _) => observe::observed(o, handle),
+                    _ => handle(),
+                }
             }
             Message::Notification(n) => {
-                self.notification(session, &n.method, n.params.as_deref());
-                Handled::Nothing
+                let params = n.params.as_deref();
+                let observation = telemetry
+                    .map(|t| t.start(observe::operation(session, None, &n.method, params)));
+                let handle = || {
+                    self.notification(session, &n.method, params);
+                    Handled::Nothing
+                };
+                match observation {
+                    Some(o) => observe::observed(o, handle),
+                    None => handle(),
+                }
             }
             Message::Response(r) => {
                 if !session.resolve(&r.id, r.outcome) {

@@ -47,6 +47,9 @@
 //! - [`stdio`]: newline-delimited JSON-RPC over stdin/stdout.
 //! - [`catalog`]: resources, resource templates and prompts.
 //! - [`mrtr`]: modern `input_required` round trips and the sealed `requestState`.
+//! - `observe.rs`: telemetry's one hook, called from [`dispatch`] for every request and
+//!   notification when [`Config::telemetry`] is set (spans of `tracing`, the
+//!   `toolwright-telemetry` instruments, the trace context tools pass on).
 //! - [`config`], [`error`].
 
 mod call;
@@ -60,6 +63,7 @@ pub mod error;
 mod lifecycle;
 mod listen;
 pub mod mrtr;
+mod observe;
 pub mod registry;
 pub mod reply;
 pub mod server;
@@ -79,3 +83,4 @@ pub use session::{Discard, Negotiated, Outbound, Session};
 pub use stdio::{serve_io, serve_stdio, serve_stdio_lazy};
 pub use tool::{FnTool, Tool, ToolFuture, Typed, TypedTool};
 pub use toolwright_protocol::Tool as ToolDefinition;
+pub use toolwright_telemetry as telemetry;

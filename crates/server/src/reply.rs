@@ -30,6 +30,8 @@ pub enum Outcome {
 pub struct Reply {
     line: Vec<u8>,
     outcome: Outcome,
+    /// A `tools/call` result with `isError: true` (for telemetry's `error.type`).
+    tool_error: bool,
     spent: Option<Spent>,
 }
 
@@ -48,7 +50,16 @@ impl Reply {
         Reply {
             line,
             outcome: Outcome::Result,
+            tool_error: false,
             spent: None,
+        }
+    }
+
+    /// A `tools/call` result line, which reports a tool-level error when `is_error`.
+    pub(crate) fn call(line: Vec<u8>, is_error: bool) -> Reply {
+        Reply {
+            tool_error: is_error,
+            ..Reply::result(line)
         }
     }
 
@@ -59,6 +70,7 @@ impl Reply {
         Reply {
             line,
             outcome: Outcome::Error(error.code),
+            tool_error: false,
             spent: None,
         }
     }
@@ -81,6 +93,11 @@ impl Reply {
     /// Result or error, and the error's code.
     pub fn outcome(&self) -> Outcome {
         self.outcome
+    }
+
+    /// True for a `tools/call` result whose `isError` is true.
+    pub fn is_tool_error(&self) -> bool {
+        self.tool_error
     }
 
     /// The error code, when the reply is an error.
@@ -227,7 +244,7 @@ pub(crate) fn call_result_line(id: &RequestId, era: &Era, r: &CallToolResult) ->
 
 /// A `CallToolResult` reply (a result, even when the tool reports `isError`).
 pub(crate) fn call_result(id: &RequestId, era: &Era, r: &CallToolResult) -> Reply {
-    Reply::result(call_result_line(id, era, r))
+    Reply::call(call_result_line(id, era, r), r.is_error())
 }
 
 impl Server {

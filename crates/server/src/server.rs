@@ -102,6 +102,11 @@ impl Server {
             .expect("spawning the warm-up thread");
     }
 
+    /// True once the start-up tools are registered (at once for `Server::new`).
+    pub fn is_ready(&self) -> bool {
+        self.inner.ready.get().is_some()
+    }
+
     /// Returns once the start-up tools are registered (at once for `Server::new`),
     /// registering them here if nothing has started to.
     pub fn wait_ready(&self) {

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{ErrorObject, RequestId};
 use toolwright_protocol::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
+use toolwright_telemetry::{SessionGuard, Transport};
 
 /// Where a server writes messages for a client: one complete, `\n`-terminated JSON-RPC
 /// message per call. Implementations must not block for long.
@@ -75,6 +76,10 @@ pub struct Session {
     subscriptions: Mutex<std::collections::HashSet<String>>,
     /// `subscriptions/listen` streams open now.
     listens: std::sync::atomic::AtomicUsize,
+    /// How the session's messages travel and the id its transport gave it, for telemetry.
+    label: OnceLock<(Transport, Option<Arc<str>>)>,
+    /// Telemetry's record of the session, from its `initialize` to its end.
+    observed: Mutex<Option<SessionGuard>>,
 }
 
 impl Session {
@@ -93,7 +98,36 @@ impl Session {
             roots_cache: Mutex::new(None),
             subscriptions: Mutex::new(Default::default()),
             listens: Default::default(),
+            label: OnceLock::new(),
+            observed: Mutex::new(None),
         })
+    }
+
+    /// Says how the session's messages travel (stdio, the default, or HTTP) and which id
+    /// the transport gave it (`Mcp-Session-Id`), for telemetry's `network.transport` and
+    /// `mcp.session.id`. Only the first call counts.
+    pub fn set_label(&self, transport: Transport, id: Option<&str>) {
+        let _ = self.label.set((transport, id.map(Arc::from)));
+    }
+
+    /// The transport [`Session::set_label`] named.
+    pub fn transport(&self) -> Transport {
+        self.label.get().map_or(Transport::Pipe, |l| l.0)
+    }
+
+    /// The id [`Session::set_label`] gave.
+    pub fn label_id(&self) -> Option<&Arc<str>> {
+        self.label.get().and_then(|l| l.1.as_ref())
+    }
+
+    /// Telemetry's record of the session, kept until it closes.
+    pub(crate) fn set_observed(&self, guard: SessionGuard) {
+        self.observed.lock().get_or_insert(guard);
+    }
+
+    /// True once telemetry records the session.
+    pub(crate) fn is_observed(&self) -> bool {
+        self.observed.lock().is_some()
     }
 
     /// Counts one more open `subscriptions/listen` stream, unless `max` are open already.
@@ -193,6 +227,7 @@ impl Session {
     /// Ends the session: every call in flight is cancelled, every request to the client
     /// fails.
     pub fn close(&self) {
+        self.observed.lock().take();
         self.closed.cancel();
         for (_, token) in self.inflight.lock().drain() {
             token.cancel();
@@ -203,6 +238,7 @@ impl Session {
     /// Starts an orderly end: long-lived streams (`subscriptions/listen`) finish and
     /// requests to the client fail, but tool calls in flight keep running.
     pub fn shutdown(&self) {
+        self.observed.lock().take();
         self.closed.cancel();
         self.pending.lock().clear();
     }

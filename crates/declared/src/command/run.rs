@@ -49,6 +49,12 @@ pub(super) async fn run(
     })?;
     let mut cmd = Command::new(&program);
     cmd.args(&argv).env_clear().envs(&env);
+    if let Some((parent, state)) = &ctx.trace {
+        cmd.env("TRACEPARENT", parent);
+        if let Some(s) = state {
+            cmd.env("TRACESTATE", s);
+        }
+    }
     if !dir.is_inherited() {
         cmd.current_dir(dir.path());
     }

@@ -57,6 +57,7 @@ async fn call(
         roots: std::slice::from_ref(&s.root),
         timeout,
         cancel: &s.cancel,
+        trace: None,
     };
     action.run(args.as_object().unwrap(), &ctx).await
 }

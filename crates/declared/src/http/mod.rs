@@ -88,6 +88,22 @@ struct Prepared {
     body: Option<Bytes>,
 }
 
+impl Prepared {
+    /// Adds the call's `traceparent` and `tracestate`, unless the tool sends its own.
+    fn add_trace(&mut self, parent: &str, state: Option<&str>) {
+        let pairs = [("traceparent", Some(parent)), ("tracestate", state)];
+        for (name, value) in pairs {
+            let name = HeaderName::from_static(name);
+            let Some(Ok(value)) = value.map(HeaderValue::from_str) else {
+                continue;
+            };
+            if !self.headers.iter().any(|(n, ..)| *n == name) {
+                self.headers.push((name, value, false));
+            }
+        }
+    }
+}
+
 impl HttpAction {
     /// Compiles `http:`; problems are reported under `http`.
     ///
@@ -173,7 +189,10 @@ impl HttpAction {
         ctx: &RunContext<'_>,
         env: Env<'_>,
     ) -> Result<Output, RunError> {
-        let prepared = self.prepare(args, env)?;
+        let mut prepared = self.prepare(args, env)?;
+        if let Some((parent, state)) = &ctx.trace {
+            prepared.add_trace(parent, state.as_deref());
+        }
         tracing::debug!(target: "toolwright::declared", method = %self.method, origin = %self.url.origin, "HTTP request");
         tokio::select! {
             biased;

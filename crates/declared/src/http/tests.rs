@@ -174,6 +174,7 @@ async fn call_within(
         roots: &[],
         timeout,
         cancel,
+        trace: None,
     };
     a.run_with_env(args.as_object().unwrap(), &ctx, &env).await
 }

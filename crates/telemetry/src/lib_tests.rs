@@ -1,0 +1,191 @@
+use super::*;
+
+fn tool_call(name: &str, transport: Transport) -> Operation {
+    Operation {
+        method: method_name("tools/call"),
+        target: Some(Target::Tool(name.into())),
+        request_id: Some("7".into()),
+        session_id: None,
+        protocol_version: Some("2025-11-25"),
+        transport,
+        ..Operation::default()
+    }
+}
+
+/// The line of `text` that starts with `prefix`, for the assertions below.
+fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting {prefix:?} in:\n{text}"))
+}
+
+#[test]
+fn an_operation_lands_in_the_histogram_with_the_conventions_attributes() {
+    let t = Telemetry::new();
+    t.start(tool_call("echo", Transport::Tcp))
+        .finish(Outcome::Ok);
+    t.start(tool_call("echo", Transport::Tcp))
+        .finish(Outcome::ToolError);
+    let text = t.render();
+    assert!(text.contains("# TYPE mcp_server_operation_duration_seconds histogram"));
+    assert!(text.contains("# UNIT mcp_server_operation_duration_seconds seconds"));
+    let ok = line(
+        &text,
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\",gen_ai_operation_name=\"execute_tool\",mcp_protocol_version=\"2025-11-25\",network_transport=\"tcp\",network_protocol_name=\"http\"}",
+    );
+    assert!(ok.ends_with(" 1"), "{ok}");
+    let failed = line(
+        &text,
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\",gen_ai_operation_name=\"execute_tool\",error_type=\"tool_error\"",
+    );
+    assert!(failed.ends_with(" 1"), "{failed}");
+    // The convention's boundaries, all 14, then +Inf.
+    for le in [
+        "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1.0", "2.0", "5.0", "10.0", "30.0", "60.0",
+        "120.0", "300.0", "+Inf",
+    ] {
+        assert!(
+            text.contains(&format!("le=\"{le}\"")),
+            "bucket {le} missing:\n{text}"
+        );
+    }
+    assert!(text.ends_with("# EOF\n"));
+}
+
+#[test]
+fn a_json_rpc_error_names_its_code_and_a_dropped_observation_is_cancelled() {
+    let t = Telemetry::new();
+    let mut op = tool_call("nope", Transport::Pipe);
+    op.protocol_version = None;
+    t.start(op.clone()).finish(Outcome::RpcError(-32602));
+    drop(t.start(op));
+    let text = t.render();
+    let rpc = line(
+        &text,
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\",error_type=\"-32602\",rpc_response_status_code=\"-32602\",network_transport=\"pipe\"}",
+    );
+    assert!(rpc.ends_with(" 1"), "{rpc}");
+    let cancelled = line(
+        &text,
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\",error_type=\"cancelled\",network_transport=\"pipe\"}",
+    );
+    assert!(cancelled.ends_with(" 1"), "{cancelled}");
+}
+
+#[test]
+fn sessions_are_counted_while_open_and_timed_when_closed() {
+    let t = Telemetry::new();
+    let a = t.session(Some("2025-06-18"), Transport::Tcp);
+    let b = t.session(Some("2025-06-18"), Transport::Tcp);
+    assert_eq!(t.live_sessions(), 2);
+    assert!(t.render().contains("mcp_server_sessions_live 2\n"));
+    drop(a);
+    assert_eq!(t.live_sessions(), 1);
+    let text = t.render();
+    let count = line(
+        &text,
+        "mcp_server_session_duration_seconds_count{mcp_protocol_version=\"2025-06-18\",network_transport=\"tcp\",network_protocol_name=\"http\"}",
+    );
+    assert!(count.ends_with(" 1"), "{count}");
+    drop(b);
+    assert_eq!(t.live_sessions(), 0);
+}
+
+#[test]
+fn span_names_follow_the_convention() {
+    let op = tool_call("get_weather", Transport::Pipe);
+    assert_eq!(op.span_name(), "tools/call get_weather");
+    let mut op = op;
+    op.target = Some(Target::Prompt("review".into()));
+    op.method = method_name("prompts/get");
+    assert_eq!(op.span_name(), "prompts/get review");
+    op.target = None;
+    op.method = method_name("tools/list");
+    assert_eq!(op.span_name(), "tools/list");
+}
+
+#[test]
+fn unknown_methods_are_other() {
+    assert_eq!(method_name("tools/call"), "tools/call");
+    assert_eq!(method_name("server/discover"), "server/discover");
+    assert_eq!(method_name("made/up/by/a/client"), "_OTHER");
+}
+
+#[test]
+fn process_figures_parse_from_proc_text() {
+    let stat = "4242 (tool (w)right) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 5 0 12345 104857600 2000 18446744073709551615";
+    let status = "Name:\ttoolwright\nVmRSS:\t    8192 kB\nThreads:\t5\n";
+    let f = process::parse(stat, status).expect("parses");
+    assert_eq!(f.cpu_seconds, 3.0);
+    assert_eq!(f.threads, 5);
+    assert_eq!(f.virtual_bytes, 104_857_600);
+    assert_eq!(f.resident_bytes, 8192 * 1024);
+    assert_eq!(f.start_ticks, Some(12345));
+    assert!(process::parse("garbage", "").is_none());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn process_gauges_are_rendered() {
+    let text = Telemetry::new().render();
+    for name in [
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_threads ",
+        "process_start_time_seconds ",
+    ] {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
+}
+
+#[test]
+fn traceparent_parses_and_is_passed_on() {
+    let p = SpanContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("rojo=00f067aa0ba902b7"),
+    )
+    .expect("valid");
+    assert_eq!(p.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(p.span_id_hex(), "00f067aa0ba902b7");
+    assert_eq!(p.flags, 1);
+    let child = SpanContext::child_of(Some(&p));
+    assert_eq!(child.trace_id, p.trace_id);
+    assert_ne!(child.span_id, p.span_id);
+    assert_eq!(child.state.as_deref(), Some("rojo=00f067aa0ba902b7"));
+    let tp = child.traceparent();
+    assert!(tp.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-") && tp.ends_with("-01"));
+    assert_eq!(
+        SpanContext::parse(&tp, None).unwrap().span_id,
+        child.span_id
+    );
+    for bad in [
+        "",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+    ] {
+        assert!(SpanContext::parse(bad, None).is_none(), "{bad:?} accepted");
+    }
+    // A later version may add fields.
+    assert!(
+        SpanContext::parse(
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            None
+        )
+        .is_some()
+    );
+    let fresh = SpanContext::child_of(None);
+    assert_ne!(fresh.trace_id, [0; 16]);
+    assert_eq!(fresh.flags, 1);
+}
+
+#[test]
+fn truncation_keeps_characters_whole() {
+    assert_eq!(context::truncate("short", 10), "short");
+    assert_eq!(context::truncate("abcdef", 3), "abc…");
+    assert_eq!(context::truncate("éé", 3), "é…");
+}

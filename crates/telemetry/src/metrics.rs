@@ -1,0 +1,101 @@
+//! The metric instruments and their OpenMetrics text.
+
+use crate::observe::{Operation, Outcome, Target, Transport};
+use crate::{DURATION_BUCKETS, process::Process};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+/// Attribute name and value pairs, in a fixed order; absent attributes are left out.
+type Labels = Vec<(&'static str, String)>;
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+pub(crate) struct Metrics {
+    registry: Registry,
+    operations: Family<Labels, Histogram, fn() -> Histogram>,
+    sessions: Family<Labels, Histogram, fn() -> Histogram>,
+    pub(crate) live_sessions: Gauge,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::default();
+        let operations: Family<Labels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(duration_histogram);
+        let sessions: Family<Labels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(duration_histogram);
+        let live_sessions = Gauge::default();
+        registry.register_with_unit(
+            "mcp_server_operation_duration",
+            "MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent (OpenTelemetry mcp.server.operation.duration)",
+            Unit::Seconds,
+            operations.clone(),
+        );
+        registry.register_with_unit(
+            "mcp_server_session_duration",
+            "The duration of the MCP session as observed on the MCP server (OpenTelemetry mcp.server.session.duration)",
+            Unit::Seconds,
+            sessions.clone(),
+        );
+        registry.register(
+            "mcp_server_sessions_live",
+            "MCP sessions open now (legacy sessions past initialize)",
+            live_sessions.clone(),
+        );
+        registry.register_collector(Box::new(Process::new()));
+        Metrics {
+            registry,
+            operations,
+            sessions,
+            live_sessions,
+        }
+    }
+
+    pub(crate) fn operation(&self, op: &Operation, outcome: Outcome, seconds: f64) {
+        let mut labels: Labels = Vec::with_capacity(8);
+        labels.push(("mcp_method_name", op.method.to_owned()));
+        match &op.target {
+            Some(Target::Tool(name)) => {
+                labels.push(("gen_ai_tool_name", name.clone()));
+                labels.push(("gen_ai_operation_name", "execute_tool".into()));
+            }
+            Some(Target::Prompt(name)) => labels.push(("gen_ai_prompt_name", name.clone())),
+            None => {}
+        }
+        if let Some(e) = outcome.error_type() {
+            labels.push(("error_type", e));
+        }
+        if let Outcome::RpcError(code) = outcome {
+            labels.push(("rpc_response_status_code", code.to_string()));
+        }
+        transport_labels(&mut labels, op.protocol_version, op.transport);
+        self.operations.get_or_create(&labels).observe(seconds);
+    }
+
+    pub(crate) fn session(&self, version: Option<&'static str>, transport: Transport, s: f64) {
+        let mut labels: Labels = Vec::with_capacity(3);
+        transport_labels(&mut labels, version, transport);
+        self.sessions.get_or_create(&labels).observe(s);
+    }
+
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String does not fail");
+        out
+    }
+}
+
+fn transport_labels(labels: &mut Labels, version: Option<&'static str>, transport: Transport) {
+    if let Some(v) = version {
+        labels.push(("mcp_protocol_version", v.to_owned()));
+    }
+    labels.push(("network_transport", transport.as_str().to_owned()));
+    if let Some(p) = transport.protocol_name() {
+        labels.push(("network_protocol_name", p.to_owned()));
+    }
+}

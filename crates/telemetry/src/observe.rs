@@ -1,0 +1,269 @@
+//! One observed request or notification, and one observed session.
+
+use crate::Telemetry;
+use crate::context::{SpanContext, truncate};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How the message reached the server, as the convention's `network.transport` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// stdio: `pipe`.
+    #[default]
+    Pipe,
+    /// Streamable HTTP: `tcp` (with `network.protocol.name` = `http`).
+    Tcp,
+}
+
+impl Transport {
+    /// The `network.transport` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Pipe => "pipe",
+            Transport::Tcp => "tcp",
+        }
+    }
+
+    /// The `network.protocol.name` value, when there is one.
+    pub fn protocol_name(self) -> Option<&'static str> {
+        match self {
+            Transport::Pipe => None,
+            Transport::Tcp => Some("http"),
+        }
+    }
+}
+
+/// What an operation is about, when it names a tool or a prompt (the span name's target).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `gen_ai.tool.name`.
+    Tool(String),
+    /// `gen_ai.prompt.name`.
+    Prompt(String),
+}
+
+impl Target {
+    /// The name.
+    pub fn name(&self) -> &str {
+        match self {
+            Target::Tool(n) | Target::Prompt(n) => n,
+        }
+    }
+}
+
+/// What is known of a request or notification when it arrives.
+#[derive(Debug, Clone, Default)]
+pub struct Operation {
+    /// `mcp.method.name` (see [`method_name`](crate::method_name)).
+    pub method: &'static str,
+    /// The tool or prompt it names.
+    pub target: Option<Target>,
+    /// `jsonrpc.request.id` (`None` for a notification).
+    pub request_id: Option<String>,
+    /// `mcp.session.id`, for a message of a session that has one.
+    pub session_id: Option<Arc<str>>,
+    /// `mcp.protocol.version`, when known.
+    pub protocol_version: Option<&'static str>,
+    /// `network.transport`.
+    pub transport: Transport,
+    /// The caller's span, from the request's `traceparent`.
+    pub parent: Option<SpanContext>,
+    /// A `tools/call`'s arguments as sent, when [`Telemetry::capture_bytes`] asks for them
+    /// (cut to that size when the observation starts).
+    pub arguments: Option<String>,
+}
+
+impl Operation {
+    /// The span name the convention gives: `{mcp.method.name} {target}`, or the method alone.
+    pub fn span_name(&self) -> String {
+        match &self.target {
+            Some(t) => format!("{} {}", self.method, t.name()),
+            None => self.method.to_owned(),
+        }
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A result (or, for a notification, handled).
+    Ok,
+    /// A `tools/call` result with `isError: true`: `error.type` = `tool_error`.
+    ToolError,
+    /// A JSON-RPC error with this code: `error.type` and `rpc.response.status_code` are the
+    /// code as a string.
+    RpcError(i64),
+    /// No answer was sent (the client cancelled, or hung up): `error.type` = `cancelled`.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The `error.type` value, `None` on success.
+    pub fn error_type(self) -> Option<String> {
+        match self {
+            Outcome::Ok => None,
+            Outcome::ToolError => Some("tool_error".into()),
+            Outcome::RpcError(code) => Some(code.to_string()),
+            Outcome::Cancelled => Some("cancelled".into()),
+        }
+    }
+}
+
+/// One request or notification being handled. Finish it with [`Observation::finish`];
+/// dropped unfinished, it is recorded as [`Outcome::Cancelled`].
+#[must_use = "an observation records when it is finished or dropped"]
+pub struct Observation {
+    telemetry: Arc<Telemetry>,
+    operation: Operation,
+    context: SpanContext,
+    span: tracing::Span,
+    started: Instant,
+    finished: bool,
+    result: Option<String>,
+}
+
+impl std::fmt::Debug for Observation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observation")
+            .field("operation", &self.operation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Observation {
+    pub(crate) fn new(telemetry: Arc<Telemetry>, mut operation: Operation) -> Self {
+        let context = SpanContext::child_of(operation.parent.as_ref());
+        if let (Some(max), Some(args)) = (telemetry.capture_bytes(), &operation.arguments) {
+            operation.arguments = Some(truncate(args, max));
+        }
+        // What the log lines written while it is handled carry (`--log-format json`).
+        let span = tracing::info_span!(
+            "mcp",
+            trace_id = %context.trace_id_hex(),
+            span_id = %context.span_id_hex(),
+        );
+        Observation {
+            telemetry,
+            operation,
+            context,
+            span,
+            started: Instant::now(),
+            finished: false,
+            result: None,
+        }
+    }
+
+    /// This operation's span: its trace, and its id as the parent of what it calls.
+    pub fn context(&self) -> &SpanContext {
+        &self.context
+    }
+
+    /// The `tracing` span that log lines written while it is handled belong to.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Records the result (the reply line), cut to [`Telemetry::capture_bytes`]; nothing
+    /// when capture is off.
+    pub fn capture_result(&mut self, result: &[u8]) {
+        if let Some(max) = self.telemetry.capture_bytes() {
+            let text = String::from_utf8_lossy(result);
+            self.result = Some(truncate(text.trim_end(), max));
+        }
+    }
+
+    /// What is being observed.
+    pub fn operation(&self) -> &Operation {
+        &self.operation
+    }
+
+    /// Sets `mcp.protocol.version` once it is known (an `initialize` settles it).
+    pub fn set_protocol_version(&mut self, version: &'static str) {
+        self.operation.protocol_version = Some(version);
+    }
+
+    /// The operation ended with `outcome`: its duration goes into the histogram.
+    pub fn finish(mut self, outcome: Outcome) {
+        self.record(outcome);
+    }
+
+    fn record(&mut self, outcome: Outcome) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        let seconds = self.started.elapsed().as_secs_f64();
+        self.telemetry
+            .metrics
+            .operation(&self.operation, outcome, seconds);
+        let op = &self.operation;
+        let _in = self.span.enter();
+        tracing::info!(
+            target: "toolwright::mcp",
+            duration_ms = seconds * 1e3,
+            "mcp.method.name" = op.method,
+            "gen_ai.tool.name" = op.target.as_ref().map(|t| t.name()),
+            "jsonrpc.request.id" = op.request_id.as_deref(),
+            "mcp.session.id" = op.session_id.as_deref(),
+            "mcp.protocol.version" = op.protocol_version,
+            "network.transport" = op.transport.as_str(),
+            "error.type" = outcome.error_type().as_deref(),
+            "gen_ai.tool.call.arguments" = op.arguments.as_deref(),
+            "gen_ai.tool.call.result" = self.result.as_deref(),
+            "{}",
+            op.span_name()
+        );
+    }
+}
+
+impl Drop for Observation {
+    fn drop(&mut self) {
+        self.record(Outcome::Cancelled);
+    }
+}
+
+/// One legacy session, open until dropped: counted by the live-session gauge meanwhile, its
+/// duration recorded in `mcp.server.session.duration` at the end.
+#[must_use = "the session ends when the guard drops"]
+pub struct SessionGuard {
+    telemetry: Arc<Telemetry>,
+    protocol_version: Option<&'static str>,
+    transport: Transport,
+    started: Instant,
+}
+
+impl std::fmt::Debug for SessionGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionGuard")
+            .field("protocol_version", &self.protocol_version)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionGuard {
+    pub(crate) fn new(
+        telemetry: Arc<Telemetry>,
+        protocol_version: Option<&'static str>,
+        transport: Transport,
+    ) -> Self {
+        telemetry.metrics.live_sessions.inc();
+        SessionGuard {
+            telemetry,
+            protocol_version,
+            transport,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        let m = &self.telemetry.metrics;
+        m.live_sessions.dec();
+        m.session(
+            self.protocol_version,
+            self.transport,
+            self.started.elapsed().as_secs_f64(),
+        );
+    }
+}
