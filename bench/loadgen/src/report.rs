@@ -11,6 +11,7 @@ use crate::stats;
 
 mod declared;
 mod gateway;
+mod replicas;
 
 /// One figure of the table: where it comes from and which way is better.
 pub struct Figure {
@@ -180,6 +181,10 @@ pub struct ReportOpts {
     pub gw_servers: Vec<(String, String, String)>,
     /// Free-text lines of the gateway section.
     pub gateway_notes: Vec<String>,
+    /// Replicas section: (label `rep-a-<era>` or `rep-b-<era>`, display name) of each row.
+    pub rep_servers: Vec<(String, String)>,
+    /// Free-text lines of the replicas section.
+    pub rep_notes: Vec<String>,
 }
 
 #[derive(Default)]
@@ -424,6 +429,10 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
         }
     }
 
+    if !o.rep_servers.is_empty() {
+        replicas::write(&mut md, &c, &t, &text, &o.rep_servers, &o.rep_notes);
+    }
+
     if !o.notes.is_empty() {
         let _ = writeln!(md, "\n## Servers and configurations\n");
         for n in &o.notes {
@@ -481,6 +490,15 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
             {
                 g.summary(&t, label, per);
             }
+        }
+    }
+    absent.extend(replicas::absent(&t, &o.rep_servers));
+    for (label, _) in &o.rep_servers {
+        if let Value::Object(per) = summary
+            .entry(label.clone())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()))
+        {
+            replicas::summary(&t, label, per);
         }
     }
     if let Some(path) = &o.summary {
@@ -572,6 +590,7 @@ fn all_figures() -> impl Iterator<Item = &'static Figure> {
         .iter()
         .chain(declared::FIGURES)
         .chain(gateway::FIGURES)
+        .chain(replicas::FIGURES)
 }
 
 type Target = (String, &'static str, Option<f64>, bool);
