@@ -19,6 +19,10 @@ REP_DIR=""
 REP_PIDS=()
 declare -A REP_URL=() REP_WATCH=()
 REP_REDIS=""
+# BENCH_NGINX_KEEPALIVE=N: nginx keeps up to N idle connections to the replicas (its
+# `keepalive` directive), instead of deploy/run.sh's new connection per request.
+REP_KEEPALIVE="${BENCH_NGINX_KEEPALIVE:-}"
+case "$REP_KEEPALIVE" in ''|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;; *) echo "bench/run: BENCH_NGINX_KEEPALIVE wants 1-999" >&2; exit 2 ;; esac
 
 replicas_stop() {
   local p
@@ -70,8 +74,12 @@ rep_replica() {
 # round-robin, no affinity, no buffering, a new upstream connection per request); sets
 # REP_URL[CFG] and adds nginx's master and worker to REP_WATCH[CFG].
 rep_nginx() {
-  local cfg="$1" port p upstreams="" pid kids="" i; shift
+  local cfg="$1" port p upstreams="" pid kids="" i conn=""; shift
   for p in "$@"; do upstreams+="    server 127.0.0.1:$p max_fails=1 fail_timeout=2s;"$'\n'; done
+  if [ -n "$REP_KEEPALIVE" ]; then
+    upstreams+="    keepalive $REP_KEEPALIVE;"$'\n'
+    conn='proxy_set_header Connection "";'
+  fi
   port="$(rep_free_port)"
   mkdir -p "$REP_DIR/nginx-$cfg"
   cat >"$REP_DIR/nginx-$cfg.conf" <<CONF
@@ -96,6 +104,7 @@ $upstreams  }
       proxy_pass http://toolwright;
       proxy_http_version 1.1;
       proxy_set_header Host \$http_host;
+      $conn
       proxy_buffering off;
       proxy_cache off;
       proxy_read_timeout 1h;
