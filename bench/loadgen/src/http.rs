@@ -2,6 +2,7 @@
 //! tokio `TcpStream`s with `TCP_NODELAY`, one connection per simulated client, accepting
 //! JSON or SSE answers.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +18,7 @@ use tokio::sync::Barrier;
 use crate::http1::{self, Chunk, Head};
 use crate::procs::{self, ServerCmd};
 use crate::proto::{self, Era, Incoming, Proto, Work};
+use crate::redis::{self, CmdStats};
 use crate::stats;
 
 /// Where the server listens.
@@ -305,6 +307,12 @@ pub struct HttpOpts {
     pub work: Work,
     /// Extra request headers (`Name: value`).
     pub headers: Vec<String>,
+    /// Other processes whose CPU time over the measured part is reported per call
+    /// (label, pid; the pids of one label are summed), e.g. a proxy and the servers
+    /// behind it.
+    pub watch: Vec<(String, u32)>,
+    /// A Redis whose `INFO commandstats` is read before and after the measured part.
+    pub redis: Option<SocketAddr>,
 }
 
 fn free_port() -> Result<u16> {
@@ -340,10 +348,10 @@ pub fn run(o: &HttpOpts) -> Result<Value> {
     let target = Arc::new(target);
     let result = (|| -> Result<Value> {
         rt.block_on(wait_ready(&target, child.as_mut(), o.ready))?;
-        let (calls, elapsed, cpu, mut lat) = rt.block_on(drive(o, target.clone(), pid))?;
+        let (calls, elapsed, cpu, mut lat, extra) = rt.block_on(drive(o, target.clone(), pid))?;
         let rss = pid.map(procs::peak_rss_kb).transpose()?;
         let l = stats::latency(&mut lat);
-        Ok(json!({
+        let mut out = json!({
             "clients": o.clients,
             "calls": calls,
             "elapsed_s": elapsed.as_secs_f64(),
@@ -352,7 +360,9 @@ pub fn run(o: &HttpOpts) -> Result<Value> {
             "server_cpu_s": cpu.map(|c| c.as_secs_f64()),
             "cpu_us_per_call": cpu.map(|c| c.as_secs_f64() * 1e6 / calls.max(1) as f64),
             "peak_rss_kb": rss,
-        }))
+        });
+        extra.write(calls, &mut out);
+        Ok(out)
     })();
     drop(rt);
     if let Some(c) = child.as_mut() {
@@ -383,7 +393,59 @@ async fn wait_ready(
     }
 }
 
-type Drive = (u64, Duration, Option<Duration>, Vec<u64>);
+type Drive = (u64, Duration, Option<Duration>, Vec<u64>, Extra);
+
+/// What the measured part cost outside the server's own process: the client's CPU, the
+/// watched processes' CPU, Redis's commands.
+#[derive(Default)]
+struct Extra {
+    /// Wall time of the measured part.
+    elapsed: Duration,
+    /// The machine's (busy, all, steal) CPU ticks over it.
+    machine: (u64, u64, u64),
+    client_cpu: Duration,
+    watched: BTreeMap<String, Duration>,
+    redis: Option<CmdStats>,
+}
+
+impl Extra {
+    /// Adds `client_cpu_us_per_call`, `cpu_us_per_call_<label>` (and `cpu_s_<label>`) per
+    /// watched label, and `redis_cmds_per_call`, `redis_usec_per_call` and `redis_cmds`
+    /// (per command, per call) to the result line.
+    fn write(&self, calls: u64, out: &mut Value) {
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / calls.max(1) as f64;
+        out["client_cpu_us_per_call"] = json!(per(self.client_cpu));
+        // What the machine had (cores × wall time) and what all its processes used, this
+        // harness's and everyone else's, per call.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let tick = Duration::from_nanos(1_000_000_000 / procs::ticks_per_s());
+        let (busy, all, steal) = self.machine;
+        out["cores"] = json!(cores);
+        out["machine_us_per_call"] = json!(per(self.elapsed * cores as u32));
+        out["machine_busy_us_per_call"] = json!(per(tick * busy as u32));
+        out["machine_busy_share"] = json!(busy as f64 / all.max(1) as f64);
+        out["machine_steal_share"] = json!(steal as f64 / all.max(1) as f64);
+        for (label, d) in &self.watched {
+            out[format!("cpu_us_per_call_{label}")] = json!(per(*d));
+            out[format!("cpu_s_{label}")] = json!(d.as_secs_f64());
+        }
+        if let Some(r) = &self.redis {
+            let n = calls.max(1) as f64;
+            out["redis_cmds_per_call"] = json!(r.calls() as f64 / n);
+            out["redis_usec_per_call"] = json!(r.usec() as f64 / n);
+            let by: serde_json::Map<String, Value> =
+                r.0.iter()
+                    .map(|(k, (c, _))| (k.clone(), json!(*c as f64 / n)))
+                    .collect();
+            out["redis_cmds"] = Value::Object(by);
+        }
+    }
+}
+
+/// CPU time of each watched pid, in order.
+fn watched_cpu(watch: &[(String, u32)]) -> Result<Vec<Duration>> {
+    watch.iter().map(|(_, p)| procs::cpu_time(*p)).collect()
+}
 
 async fn drive(o: &HttpOpts, target: Arc<Target>, pid: Option<u32>) -> Result<Drive> {
     let barrier = Arc::new(Barrier::new(o.clients + 1));
@@ -426,6 +488,14 @@ async fn drive(o: &HttpOpts, target: Arc<Target>, pid: Option<u32>) -> Result<Dr
     barrier.wait().await;
     let t0 = Instant::now();
     let cpu0 = pid.map(procs::cpu_time).transpose()?;
+    let me = std::process::id();
+    let (me0, watch0) = (procs::cpu_time(me)?, watched_cpu(&o.watch)?);
+    let machine0 = procs::machine_ticks()?;
+    // Read while the clients already call: a slow answer only delays this task.
+    let redis0 = match o.redis {
+        Some(addr) => Some(redis::commandstats(addr).await?),
+        None => None,
+    };
     let mut all = Vec::new();
     let mut first_err = None;
     for t in tasks {
@@ -445,13 +515,34 @@ async fn drive(o: &HttpOpts, target: Arc<Target>, pid: Option<u32>) -> Result<Dr
         (Some(p), Some(c0)) => Some(procs::cpu_time(p)?.saturating_sub(c0)),
         _ => None,
     };
+    let machine1 = procs::machine_ticks()?;
+    let mut extra = Extra {
+        elapsed,
+        machine: (
+            machine1.0.saturating_sub(machine0.0),
+            machine1.1.saturating_sub(machine0.1),
+            machine1.2.saturating_sub(machine0.2),
+        ),
+        client_cpu: procs::cpu_time(me)?.saturating_sub(me0),
+        ..Extra::default()
+    };
+    for ((label, _), (c1, c0)) in o
+        .watch
+        .iter()
+        .zip(watched_cpu(&o.watch)?.into_iter().zip(watch0))
+    {
+        *extra.watched.entry(label.clone()).or_default() += c1.saturating_sub(c0);
+    }
+    if let (Some(addr), Some(before)) = (o.redis, redis0) {
+        extra.redis = Some(redis::commandstats(addr).await?.since(&before));
+    }
     if let Some(e) = first_err {
         return Err(e);
     }
     if all.is_empty() {
         bail!("no call was answered");
     }
-    Ok((all.len() as u64, elapsed, cpu, all))
+    Ok((all.len() as u64, elapsed, cpu, all, extra))
 }
 
 #[cfg(test)]

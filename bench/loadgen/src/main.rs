@@ -7,7 +7,8 @@
 //! loadgen stdio-pipelined [common] [--calls N] [--warmup N] [--inflight N] -- CMD ARGS...
 //! loadgen tools-list      [common] [--samples N] [--expect N]            -- CMD ARGS...
 //! loadgen http            [common] [--clients N] [--calls N] [--warmup N] [--threads N]
-//!                         [--header 'Name: value']...
+//!                         [--header 'Name: value']... [--watch LABEL=PID]...
+//!                         [--redis 127.0.0.1:PORT]
 //!                         (--url http://127.0.0.1:PORT/mcp | -- CMD ARGS with {port})
 //! loadgen floor           [--http 127.0.0.1:PORT]
 //! loadgen spawn           [common] [--calls N] [--warmup N] [--concurrency C] -- PROG ARGS...
@@ -22,6 +23,8 @@
 //!                         [--gw-server CFG:LABEL=NAME]... [--gateway-note TEXT]...
 //!                         (gateway section; CFG ss|hh|sh|hs, LABEL gw-direct,
 //!                         gw-toolwright or a peer's)
+//!                         [--rep-server LABEL=NAME]... [--rep-note TEXT]...
+//!                         (replicas section; LABEL rep-a-<era> or rep-b-<era>)
 //! common: --era legacy|modern  --protocol-version V  --env K=V  --label NAME  --run N
 //!         --max-secs S (measured part)  --timeout-secs S (whole command)  --stderr FILE
 //!         --measure NAME (the line's `measure`, default the subcommand)
@@ -40,6 +43,7 @@ mod http1;
 mod jsonsrv;
 mod procs;
 mod proto;
+mod redis;
 mod report;
 mod stats;
 mod stdio;
@@ -47,7 +51,7 @@ mod stdio;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
 use procs::ServerCmd;
@@ -227,10 +231,34 @@ fn measure(a: &Args) -> Result<Value> {
                 threads: a.num("threads", 1)?,
                 work: a.work()?,
                 headers: a.all("header").map(str::to_owned).collect(),
+                watch: watch_pids(a)?,
+                redis: a.get("redis").map(redis::parse_addr).transpose()?,
             })
         }
         other => bail!("unknown subcommand {other:?} (try --help)"),
     }
+}
+
+/// `--watch LABEL=PID` (repeatable; pids of one label are summed): processes whose CPU
+/// time over the measured part is reported per call.
+fn watch_pids(a: &Args) -> Result<Vec<(String, u32)>> {
+    a.pairs("watch")?
+        .into_iter()
+        .map(|(label, pid)| {
+            if label.is_empty()
+                || !label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                bail!("--watch {label}={pid}: the label is letters, digits and _");
+            }
+            let pid: u32 = pid
+                .parse()
+                .map_err(|_| anyhow!("--watch {label}={pid}: not a pid"))?;
+            procs::cpu_time(pid).with_context(|| format!("--watch {label}={pid}"))?;
+            Ok((label, pid))
+        })
+        .collect()
 }
 
 fn usage() -> &'static str {
@@ -326,6 +354,8 @@ fn run_report(a: &Args) -> ExitCode {
                 })
                 .collect::<Result<_>>()?,
             gateway_notes: a.all("gateway-note").map(str::to_owned).collect(),
+            rep_servers: a.pairs("rep-server")?,
+            rep_notes: a.all("rep-note").map(str::to_owned).collect(),
         })
     };
     let o = match build() {
@@ -471,6 +501,22 @@ mod tests {
                 .work()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn watched_processes() {
+        let me = std::process::id();
+        let a = parse_args(&args(&format!(
+            "http --watch nginx={me} --watch nginx={me} --watch r_1={me}"
+        )))
+        .unwrap();
+        let w = watch_pids(&a).unwrap();
+        assert_eq!(w.len(), 3);
+        assert_eq!(w[2], ("r_1".to_owned(), me));
+        for bad in ["x", "a-b=1", "=1", "ok=notapid", "ok=4294967295"] {
+            let a = parse_args(&args(&format!("http --watch {bad}"))).unwrap();
+            assert!(watch_pids(&a).is_err(), "{bad}");
+        }
     }
 
     #[test]

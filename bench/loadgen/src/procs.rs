@@ -117,6 +117,38 @@ pub fn cpu_time(pid: u32) -> Result<Duration> {
     Ok(Duration::from_nanos(ticks * 1_000_000_000 / clk_tck()))
 }
 
+/// The machine's CPU time so far, from the `cpu` line of `/proc/stat`, in ticks: (busy,
+/// all, steal). Busy is everything but idle, iowait and steal.
+pub fn machine_ticks() -> Result<(u64, u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?;
+    parse_machine_ticks(&stat)
+}
+
+fn parse_machine_ticks(stat: &str) -> Result<(u64, u64, u64)> {
+    let line = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .ok_or_else(|| anyhow!("no cpu line in /proc/stat"))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    if v.len() < 8 {
+        bail!("short cpu line in /proc/stat");
+    }
+    // user nice system idle iowait irq softirq steal
+    let all: u64 = v.iter().sum();
+    let busy = all - v[3] - v[4] - v[7];
+    Ok((busy, all, v[7]))
+}
+
+/// Clock ticks per second, for [`machine_ticks`].
+pub fn ticks_per_s() -> u64 {
+    clk_tck()
+}
+
 /// Parses a `kB` line such as `VmHWM:  8123 kB` out of `/proc/<pid>/status` text.
 fn parse_status_kb(status: &str, key: &str) -> Result<u64> {
     for line in status.lines() {
@@ -162,6 +194,14 @@ mod tests {
     #[test]
     fn stat_too_short() {
         assert!(parse_stat_ticks("42 (x) S 1 2").is_err());
+    }
+
+    #[test]
+    fn machine_cpu_line() {
+        let s = "cpu  100 5 50 800 10 1 4 30 0 0\ncpu0 1 2 3 4 5 6 7 8\n";
+        assert_eq!(parse_machine_ticks(s).unwrap(), (160, 1000, 30));
+        assert!(parse_machine_ticks("cpu0 1 2\n").is_err());
+        assert!(machine_ticks().unwrap().1 > 0);
     }
 
     #[test]
