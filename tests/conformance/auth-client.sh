@@ -17,6 +17,9 @@ XDG_STATE_HOME=$(mktemp -d)
 export XDG_STATE_HOME
 trap 'rm -rf "$XDG_STATE_HOME"' EXIT
 BROWSER="$here/oauth-browser.sh"
+# BROWSER_DELAY (seconds the browser waits before following the URL) and REQUEST_TIMEOUT
+# (toolwright's --timeout and --probe-timeout): a login slower than a request's timeout.
+if [ -n "${BROWSER_DELAY:-}" ]; then BROWSER="$here/oauth-slow-browser.sh"; fi
 export BROWSER
 ctx=${MCP_CONFORMANCE_CONTEXT:-"{}"}
 field() { node -e 'const v = JSON.parse(process.argv[1])[process.argv[2]]; process.stdout.write(typeof v === "string" ? v : "")' "$ctx" "$1"; }
@@ -39,5 +42,8 @@ auth/cross-app-access-*)
     set -- "$@" --grant cross-app --id-token-env IDP_ID_TOKEN \
         --idp-token-endpoint "$(field idp_token_endpoint)" --idp-client-id "$(field idp_client_id)" ;;
 esac
+if [ -n "${REQUEST_TIMEOUT:-}" ]; then
+    set -- "$@" --timeout "$REQUEST_TIMEOUT" --probe-timeout "$REQUEST_TIMEOUT"
+fi
 "$bin" list "$@"
 "$bin" call "$@" --yes test-tool

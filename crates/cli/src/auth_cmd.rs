@@ -81,8 +81,8 @@ pub struct AuthArgs {
     /// OAuth: the scopes to ask for (space-separated) [default: what the server asks for].
     #[arg(long, value_name = "SCOPES", requires = "url")]
     pub scope: Option<String>,
-    /// OAuth: print the authorization URL only; do not run $BROWSER on it (the login must
-    /// finish within --timeout: raise it for a browser login).
+    /// OAuth: print the authorization URL only; do not run $BROWSER on it (the login has
+    /// 5 minutes; --timeout does not count the time it takes).
     #[arg(long, requires = "url")]
     pub no_browser: bool,
     /// OAuth: keep tokens only in memory; do not read or write the token cache

@@ -10,6 +10,10 @@ use std::process::Command;
 use crate::conformance::suite_installed;
 
 fn scenario(name: &str) {
+    scenario_with(name, &[]);
+}
+
+fn scenario_with(name: &str, env: &[(&str, &str)]) {
     if !suite_installed() && std::env::var_os("CI").is_none() {
         eprintln!("SKIPPED auth/{name}: the conformance suite is not installed");
         return;
@@ -27,6 +31,7 @@ fn scenario(name: &str) {
         .args(["--scenario", &format!("auth/{name}")])
         .env("PATH", path)
         .env("TOOLWRIGHT_BIN", env!("CARGO_BIN_EXE_toolwright"))
+        .envs(env.iter().copied())
         .output()
         .expect("run the conformance suite");
     let text = format!(
@@ -89,4 +94,15 @@ scenarios! {
     client_credentials_basic => "client-credentials-basic",
     client_credentials_jwt => "client-credentials-jwt",
     cross_app_access_complete_flow => "cross-app-access-complete-flow",
+}
+
+/// A login slower than the request timeout: the browser waits 3 s before it follows the
+/// authorization URL, while `--timeout` and `--probe-timeout` are 1 s. The time spent in
+/// the login does not count against the request, which then gets its whole second.
+#[test]
+fn a_login_slower_than_the_request_timeout_completes() {
+    scenario_with(
+        "metadata-default",
+        &[("BROWSER_DELAY", "3"), ("REQUEST_TIMEOUT", "1")],
+    );
 }

@@ -131,9 +131,12 @@ impl Inner {
                 url: h.endpoint.url.clone(),
             };
             // The authorizer's own requests trust what this endpoint's connection does.
-            let changed =
-                crate::connect::with_roots(h.endpoint.roots.clone(), auth.challenge(challenge))
-                    .await?;
+            let changed = self
+                .during_login(crate::connect::with_roots(
+                    h.endpoint.roots.clone(),
+                    auth.challenge(challenge),
+                ))
+                .await?;
             if !changed {
                 return Ok(reply);
             }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
@@ -104,6 +104,11 @@ pub(super) struct Inner {
     reported: AtomicBool,
     /// Serializes re-initialization after a legacy HTTP session expired.
     pub reinit: tokio::sync::Mutex<()>,
+    /// Authorizer challenges in progress: an OAuth login in a browser can take minutes,
+    /// and a request's clock does not run during one ([`Inner::sleep_outside_logins`]).
+    logins: AtomicUsize,
+    /// Woken when a challenge ends.
+    login_ended: tokio::sync::Notify,
 }
 
 impl Inner {
@@ -133,6 +138,8 @@ impl Inner {
             connected: AtomicBool::new(false),
             reported: AtomicBool::new(false),
             reinit: tokio::sync::Mutex::new(()),
+            logins: AtomicUsize::new(0),
+            login_ended: tokio::sync::Notify::new(),
         }
     }
 
@@ -189,6 +196,40 @@ impl Inner {
         self.report(&self.why_dead());
     }
 
+    /// Runs an authorizer's challenge (which may be a login in a browser) with the
+    /// requests' clocks stopped.
+    pub(super) async fn during_login<T>(&self, login: impl Future<Output = T>) -> T {
+        struct Ended<'a>(&'a Inner);
+        impl Drop for Ended<'_> {
+            fn drop(&mut self) {
+                self.0.logins.fetch_sub(1, Ordering::SeqCst);
+                self.0.login_ended.notify_waiters();
+            }
+        }
+        self.logins.fetch_add(1, Ordering::SeqCst);
+        let _ended = Ended(self);
+        login.await
+    }
+
+    /// Sleeps for `t` not counting logins: when `t` ends during one, waits for the logins
+    /// to end and then for `t` again, so a request that needed a login gets its whole
+    /// timeout after it. A login bounds itself (the redirect listener waits 5 minutes).
+    async fn sleep_outside_logins(&self, t: Duration) {
+        loop {
+            tokio::time::sleep(t).await;
+            if self.logins.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            loop {
+                let ended = self.login_ended.notified();
+                if self.logins.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                ended.await;
+            }
+        }
+    }
+
     /// Ends the connection on purpose (the handler is not told).
     pub(super) async fn close(&self) {
         self.reported.store(true, Ordering::SeqCst);
@@ -241,7 +282,7 @@ impl Inner {
         };
         let timer = async {
             match how.timeout {
-                Some(t) => tokio::time::sleep(t).await,
+                Some(t) => self.sleep_outside_logins(t).await,
                 None => std::future::pending().await,
             }
         };
