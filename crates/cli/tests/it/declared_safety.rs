@@ -2,12 +2,9 @@
 //! position reach programs and HTTP servers as inert data or are refused, a timed-out
 //! command leaves no process behind, and shaped output is checked against `outputSchema`.
 
-use crate::util::Server;
+use crate::util::{Server, http_recorder};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const V: &str = "2025-11-25";
@@ -115,48 +112,9 @@ fn a_timed_out_command_leaves_no_process_behind() {
     s.assert_alive();
 }
 
-/// A loopback HTTP server that records each request's raw bytes and answers `reply`.
-fn recorder(reply: &'static str) -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { break };
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut head = String::new();
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                head.push_str(&line);
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            head.push_str(&String::from_utf8_lossy(&body));
-            log.lock().unwrap().push(head);
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                reply.len()
-            );
-            let _ = conn.write_all(answer.as_bytes());
-        }
-    });
-    (port, seen)
-}
-
 #[test]
 fn http_arguments_are_encoded_for_where_they_land() {
-    let (port, seen) = recorder(r#"{"ok": true}"#);
+    let (port, seen) = http_recorder(r#"{"ok": true}"#);
     let dir = tempfile::tempdir().unwrap();
     let mut s = serve(
         dir.path(),

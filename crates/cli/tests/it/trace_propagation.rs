@@ -3,42 +3,12 @@
 //! tool's environment, a `traceparent` header on an HTTP-backed one's request, in the
 //! caller's trace (from `params._meta.traceparent`).
 
-use crate::util::{Server, modern_meta};
+use crate::util::{Server, http_recorder, modern_meta};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-/// A loopback HTTP server that keeps each request's head and answers `{}`.
-fn recorder() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { break };
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut head = String::new();
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                head.push_str(&line);
-            }
-            log.lock().unwrap().push(head);
-            let _ = conn.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
-            );
-        }
-    });
-    (port, seen)
-}
 
 /// The span id of the JSON log line of the next `tools/call NAME`, with its trace id.
 fn logged_span(s: &mut Server, name: &str) -> (String, String) {
@@ -65,7 +35,7 @@ fn call_with_parent(s: &mut Server, name: &str) -> Value {
 
 #[test]
 fn declared_tools_get_the_calls_span_as_their_parent() {
-    let (port, seen) = recorder();
+    let (port, seen) = http_recorder("{}");
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("tools.yaml");
     std::fs::write(
