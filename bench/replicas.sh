@@ -10,7 +10,10 @@
 # Redis's INFO commandstats (--redis) over its measured part.
 #
 # Uses from bench/run: TW, LOADGEN, RES, STAMP, SECS, HTTP_CALLS, HTTP_WARMUP, RUNS,
-# MISSING, say, run_one. Defines REP_ROWS, replicas_setup, measure_replicas, replicas_stop.
+# MISSING, say, run_one, ROOT. Defines REP_ROWS, replicas_setup, measure_replicas, replicas_stop.
+
+# shellcheck source=deploy/nginx-conf.sh
+source "$ROOT/deploy/nginx-conf.sh"
 
 REP_ROWS=(rep-a-legacy rep-b-legacy rep-a-modern rep-b-modern)
 REP_CLIENTS=64
@@ -82,38 +85,8 @@ rep_nginx() {
   fi
   port="$(rep_free_port)"
   mkdir -p "$REP_DIR/nginx-$cfg"
-  cat >"$REP_DIR/nginx-$cfg.conf" <<CONF
-user $(id -un) $(id -gn);
-worker_processes 1;
-daemon off;
-pid $REP_DIR/nginx-$cfg.pid;
-error_log $REP_DIR/nginx-$cfg.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $REP_DIR/nginx-$cfg/body;
-  proxy_temp_path $REP_DIR/nginx-$cfg/proxy;
-  fastcgi_temp_path $REP_DIR/nginx-$cfg/fastcgi;
-  uwsgi_temp_path $REP_DIR/nginx-$cfg/uwsgi;
-  scgi_temp_path $REP_DIR/nginx-$cfg/scgi;
-  upstream toolwright {
-$upstreams  }
-  server {
-    listen 127.0.0.1:$port;
-    location / {
-      proxy_pass http://toolwright;
-      proxy_http_version 1.1;
-      proxy_set_header Host \$http_host;
-      $conn
-      proxy_buffering off;
-      proxy_cache off;
-      proxy_read_timeout 1h;
-      proxy_send_timeout 1h;
-      proxy_next_upstream error timeout http_502;
-    }
-  }
-}
-CONF
+  nginx_conf "$REP_DIR/nginx-$cfg" "$port" "$REP_DIR/nginx-$cfg.log" "$upstreams" \
+    "${conn:+      $conn}" >"$REP_DIR/nginx-$cfg.conf"
   nginx -p "$REP_DIR/nginx-$cfg" -c "$REP_DIR/nginx-$cfg.conf" -e "$REP_DIR/nginx-$cfg.log" >>"$REP_DIR/nginx-$cfg.log" 2>&1 &
   pid=$!
   REP_PIDS+=("$pid")

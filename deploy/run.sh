@@ -78,42 +78,10 @@ done
 
 nginx_port="$(free_port)"
 mkdir -p "$dir/nginx"
-cat >"$dir/nginx.conf" <<CONF
-# Workers as the current user too (nginx ignores this, with a warning, unless run as root).
-user $(id -un) $(id -gn);
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $dir/nginx/body;
-  proxy_temp_path $dir/nginx/proxy;
-  fastcgi_temp_path $dir/nginx/fastcgi;
-  uwsgi_temp_path $dir/nginx/uwsgi;
-  scgi_temp_path $dir/nginx/scgi;
-  upstream toolwright {
-    # Round-robin, no affinity: any replica serves any request of any session.
-$upstreams  }
-  server {
-    listen 127.0.0.1:$nginx_port;
-    location / {
-      proxy_pass http://toolwright;
-      proxy_http_version 1.1;
-      proxy_set_header Host \$http_host;
-      # Server-Sent Events: no buffering, and streams may stay open for long.
-      proxy_buffering off;
-      proxy_cache off;
-      proxy_read_timeout 1h;
-      proxy_send_timeout 1h;
-      # A replica that died: the request goes to the next one.
-      proxy_next_upstream error timeout http_502;
-      add_header X-Upstream \$upstream_addr always;
-    }
-  }
-}
-CONF
+# shellcheck source=deploy/nginx-conf.sh
+source "$here/deploy/nginx-conf.sh"
+nginx_conf "$dir/nginx" "$nginx_port" "$dir/nginx-error.log" "$upstreams" \
+  '      add_header X-Upstream $upstream_addr always;' >"$dir/nginx.conf"
 nginx -p "$dir/nginx" -c "$dir/nginx.conf" -e "$dir/nginx-error.log" &
 nginx_pid="$!"
 pids+=("$nginx_pid")
