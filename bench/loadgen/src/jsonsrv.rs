@@ -4,6 +4,7 @@
 //! after its lifetime.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -29,15 +30,20 @@ async fn answer(_req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infall
     Ok(res)
 }
 
-async fn serve(listener: TcpListener) -> Result<()> {
+async fn serve<H, F>(listener: TcpListener, handler: H) -> Result<()>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + 'static,
+    F: Future<Output = Result<Response<Full<Bytes>>, Infallible>> + 'static,
+{
     loop {
         let (stream, _) = listener.accept().await.context("accepting")?;
         stream.set_nodelay(true)?;
-        tokio::task::spawn(async move {
+        let handler = handler.clone();
+        tokio::task::spawn_local(async move {
             // A client that goes away mid-request is not the server's failure.
             let _ = http1::Builder::new()
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service_fn(answer))
+                .serve_connection(TokioIo::new(stream), service_fn(handler))
                 .await;
         });
     }
@@ -46,6 +52,20 @@ async fn serve(listener: TcpListener) -> Result<()> {
 /// Serves on `addr` (a loopback `IP:PORT`, port 0 for any) until `lifetime` has passed;
 /// `on_bound` learns the port before the first request is accepted.
 pub fn run(addr: &str, lifetime: Duration, on_bound: impl FnOnce(u16) -> Result<()>) -> Result<()> {
+    run_with(addr, lifetime, on_bound, answer)
+}
+
+/// [`run`], answering each request with `handler` (on one thread: it need not be `Send`).
+pub fn run_with<H, F>(
+    addr: &str,
+    lifetime: Duration,
+    on_bound: impl FnOnce(u16) -> Result<()>,
+    handler: H,
+) -> Result<()>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + 'static,
+    F: Future<Output = Result<Response<Full<Bytes>>, Infallible>> + 'static,
+{
     let addr: SocketAddr = addr
         .parse()
         .with_context(|| format!("--addr {addr:?} is not IP:PORT"))?;
@@ -55,12 +75,13 @@ pub fn run(addr: &str, lifetime: Duration, on_bound: impl FnOnce(u16) -> Result<
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async {
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
         on_bound(listener.local_addr()?.port())?;
-        match tokio::time::timeout(lifetime, serve(listener)).await {
+        match tokio::time::timeout(lifetime, serve(listener, handler)).await {
             Ok(r) => r,
             Err(_) => Ok(()),
         }

@@ -15,6 +15,8 @@
 //! loadgen http-get        [common] [--calls N] [--warmup N] [--concurrency C] --url URL
 //!                         [--expect-text S]
 //! loadgen json-server     [--addr 127.0.0.1:PORT] [--port-file F] [--max-secs S]
+//! loadgen otlp-sink       [--addr 127.0.0.1:PORT] [--port-file F] [--max-secs S]
+//!                         (POST /v1/traces counted; GET /stats: requests, spans, bytes)
 //! loadgen report          --results FILE --out FILE --server LABEL=NAME... [--meta K=V]...
 //!                         [--note TEXT]... [--summary FILE] [--require-all]
 //!                         [--cmd-server LABEL=NAME]... [--http-server LABEL=NAME]...
@@ -25,6 +27,9 @@
 //!                         gw-toolwright or a peer's)
 //!                         [--rep-server LABEL=NAME]... [--rep-note TEXT]...
 //!                         (replicas section; LABEL rep-a-<era> or rep-b-<era>)
+//!                         [--tel-server LABEL=NAME]... [--tel-note TEXT]...
+//!                         [--tel-baseline BENCHMARKS.md] (telemetry section; LABEL
+//!                         tel-off, tel-metrics or tel-export)
 //! common: --era legacy|modern  --protocol-version V  --env K=V  --label NAME  --run N
 //!         --max-secs S (measured part)  --timeout-secs S (whole command)  --stderr FILE
 //!         --measure NAME (the line's `measure`, default the subcommand)
@@ -41,6 +46,7 @@ mod floor;
 mod http;
 mod http1;
 mod jsonsrv;
+mod otlpsink;
 mod procs;
 mod proto;
 mod redis;
@@ -264,7 +270,7 @@ fn watch_pids(a: &Args) -> Result<Vec<(String, u32)>> {
 fn usage() -> &'static str {
     "loadgen: raw JSON-RPC load generator for MCP servers\n\
      subcommands: cold-start stdio-seq stdio-pipelined tools-list http floor\n\
-     \x20            spawn http-get json-server report\n\
+     \x20            spawn http-get json-server otlp-sink report\n\
      see the top of bench/loadgen/src/main.rs or bench/README.md for options"
 }
 
@@ -295,18 +301,27 @@ fn main() -> ExitCode {
                 }
             }
         }
-        "json-server" => run_json_server(&args),
+        "json-server" => run_listener(&args, "json-server", |a, l, b| jsonsrv::run(a, l, b)),
+        "otlp-sink" => run_listener(&args, "otlp-sink", |a, l, b| otlpsink::run(a, l, b)),
         "report" => run_report(&args),
         _ => run_measure(&args),
     }
 }
 
-fn run_json_server(a: &Args) -> ExitCode {
+/// What [`jsonsrv::run`] and [`otlpsink::run`] learn: the address, the lifetime, what to do
+/// with the bound port.
+type OnBound<'a> = Box<dyn FnOnce(u16) -> Result<()> + 'a>;
+
+fn run_listener(
+    a: &Args,
+    name: &str,
+    run: impl FnOnce(&str, Duration, OnBound<'_>) -> Result<()>,
+) -> ExitCode {
     let go = || -> Result<()> {
         let lifetime = a.max(600.0)?;
         let port_file = a.get("port-file").map(str::to_owned);
-        jsonsrv::run(a.get("addr").unwrap_or("127.0.0.1:0"), lifetime, |port| {
-            eprintln!("json-server: listening on 127.0.0.1:{port}");
+        let on_bound = move |port| {
+            eprintln!("{name}: listening on 127.0.0.1:{port}");
             if let Some(f) = &port_file {
                 // Written whole under another name, then renamed: a reader never sees half.
                 let tmp = format!("{f}.tmp");
@@ -314,12 +329,17 @@ fn run_json_server(a: &Args) -> ExitCode {
                 std::fs::rename(&tmp, f)?;
             }
             Ok(())
-        })
+        };
+        run(
+            a.get("addr").unwrap_or("127.0.0.1:0"),
+            lifetime,
+            Box::new(on_bound),
+        )
     };
     match go() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("json-server: {e:#}");
+            eprintln!("{name}: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -356,6 +376,9 @@ fn run_report(a: &Args) -> ExitCode {
             gateway_notes: a.all("gateway-note").map(str::to_owned).collect(),
             rep_servers: a.pairs("rep-server")?,
             rep_notes: a.all("rep-note").map(str::to_owned).collect(),
+            tel_servers: a.pairs("tel-server")?,
+            tel_notes: a.all("tel-note").map(str::to_owned).collect(),
+            tel_baseline: a.get("tel-baseline").map(Into::into),
         })
     };
     let o = match build() {

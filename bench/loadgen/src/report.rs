@@ -10,8 +10,11 @@ use serde_json::{Value, json};
 use crate::stats;
 
 mod declared;
+mod format;
 mod gateway;
 mod replicas;
+mod telemetry;
+pub use format::{fmt_num, fmt_ratio};
 
 /// One figure of the table: where it comes from and which way is better.
 pub struct Figure {
@@ -185,6 +188,12 @@ pub struct ReportOpts {
     pub rep_servers: Vec<(String, String)>,
     /// Free-text lines of the replicas section.
     pub rep_notes: Vec<String>,
+    /// Telemetry section: (label `tel-off`, `tel-metrics` or `tel-export`, display name).
+    pub tel_servers: Vec<(String, String)>,
+    /// Free-text lines of the telemetry section.
+    pub tel_notes: Vec<String>,
+    /// The BENCHMARKS.md whose toolwright figures the telemetry section shows as "before".
+    pub tel_baseline: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -235,43 +244,6 @@ fn collect(text: &str) -> Collected {
         }
     }
     c
-}
-
-/// Formats a figure with a precision that suits its size.
-pub fn fmt_num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 10_000.0 {
-        let s = format!("{:.0}", v);
-        let (sign, digits) = s.strip_prefix('-').map_or(("", s.as_str()), |d| ("-", d));
-        let mut out = String::new();
-        for (i, ch) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(ch);
-        }
-        format!("{sign}{out}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-/// Formats a ratio with two significant digits or more.
-pub fn fmt_ratio(r: f64) -> String {
-    let a = r.abs();
-    if a >= 10.0 {
-        format!("{r:.1}×")
-    } else if a >= 0.1 || a == 0.0 {
-        format!("{r:.2}×")
-    } else if a >= 0.01 {
-        format!("{r:.3}×")
-    } else {
-        format!("{r:.1e}×")
-    }
 }
 
 struct Table<'a> {
@@ -432,6 +404,20 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
     if !o.rep_servers.is_empty() {
         replicas::write(&mut md, &c, &t, &text, &o.rep_servers, &o.rep_notes);
     }
+    if !o.tel_servers.is_empty() {
+        let before = o
+            .tel_baseline
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok());
+        telemetry::write(
+            &mut md,
+            &c,
+            &t,
+            &o.tel_servers,
+            before.as_deref(),
+            &o.tel_notes,
+        );
+    }
 
     if !o.notes.is_empty() {
         let _ = writeln!(md, "\n## Servers and configurations\n");
@@ -470,36 +456,35 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
         }
         summary.insert(label.clone(), Value::Object(per));
     }
+    fn per<'m>(
+        summary: &'m mut serde_json::Map<String, Value>,
+        label: &str,
+    ) -> &'m mut serde_json::Map<String, Value> {
+        let v = summary.entry(label.to_owned()).or_insert_with(|| json!({}));
+        if !v.is_object() {
+            *v = json!({});
+        }
+        v.as_object_mut().expect("an object was just put there")
+    }
     for g in &groups {
         absent.extend(g.absent(&t));
         for (label, _) in g.servers {
-            if let Value::Object(per) = summary
-                .entry(label.clone())
-                .or_insert_with(|| Value::Object(serde_json::Map::new()))
-            {
-                g.summary(&t, label, per);
-            }
+            g.summary(&t, label, per(&mut summary, label));
         }
     }
     for g in &gw_groups {
         absent.extend(g.absent(&t));
         for (label, _) in &g.servers {
-            if let Value::Object(per) = summary
-                .entry(label.clone())
-                .or_insert_with(|| Value::Object(serde_json::Map::new()))
-            {
-                g.summary(&t, label, per);
-            }
+            g.summary(&t, label, per(&mut summary, label));
         }
     }
     absent.extend(replicas::absent(&t, &o.rep_servers));
     for (label, _) in &o.rep_servers {
-        if let Value::Object(per) = summary
-            .entry(label.clone())
-            .or_insert_with(|| Value::Object(serde_json::Map::new()))
-        {
-            replicas::summary(&t, label, per);
-        }
+        replicas::summary(&t, label, per(&mut summary, label));
+    }
+    absent.extend(telemetry::absent(&t, &o.tel_servers));
+    for (label, _) in &o.tel_servers {
+        telemetry::summary(&t, label, per(&mut summary, label));
     }
     if let Some(path) = &o.summary {
         std::fs::write(path, serde_json::to_string_pretty(&Value::Object(summary))?)
@@ -591,6 +576,7 @@ fn all_figures() -> impl Iterator<Item = &'static Figure> {
         .chain(declared::FIGURES)
         .chain(gateway::FIGURES)
         .chain(replicas::FIGURES)
+        .chain(telemetry::FIGURES)
 }
 
 type Target = (String, &'static str, Option<f64>, bool);
