@@ -68,6 +68,8 @@ log "benchmark harness smoke run"
 "$root/bench/run" --smoke
 
 # The load generator is its own workspace (bench/loadgen); its tests reuse the release
-# build the smoke run just made.
+# build the smoke run just made, with the same quick settings (bench/run's QUICK_BUILD).
 log "bench/loadgen tests"
-(cd bench/loadgen && env -u CARGO_TARGET_DIR cargo test --release --locked)
+(cd bench/loadgen && env -u CARGO_TARGET_DIR CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+  CARGO_PROFILE_RELEASE_DEBUG=false cargo test --release --locked)
