@@ -77,7 +77,9 @@ pub struct HttpAction {
     redirects: RedirectRules,
     max_response: u64,
     args: BTreeSet<String>,
-    client: Client<PolicedConnector, Full<Bytes>>,
+    /// Boxed: hyper-util's pooled client is large (larger still with HTTP/2 built in, which
+    /// the OTLP gRPC exporter's tonic brings).
+    client: Box<Client<PolicedConnector, Full<Bytes>>>,
 }
 
 /// A request, filled in for one call.
@@ -154,7 +156,7 @@ impl HttpAction {
             redirects,
             max_response: spec.max_response.map_or(DEFAULT_MAX_RESPONSE, |b| b.0),
             args,
-            client,
+            client: Box::new(client),
         })
     }
 

@@ -1,0 +1,191 @@
+//! OTLP export, received by a real receiver (`tests/otlp/receiver.py`, decoding with the
+//! official `opentelemetry-proto` classes) from the real binaries: the spans' names, kinds,
+//! attributes and parent links, over OTLP/HTTP (protobuf) and OTLP/gRPC.
+
+use crate::client::available;
+use crate::util::{Server, http_recorder, modern_meta, repo_root};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER: &str = "00f067aa0ba902b7";
+
+/// The receiver, running until dropped.
+struct Collector {
+    child: Child,
+    http: u16,
+    grpc: u16,
+    lines: Receiver<Value>,
+    spans: Vec<Value>,
+}
+
+impl Collector {
+    fn start() -> Option<Collector> {
+        let dir = repo_root().join("tests/otlp");
+        let python = dir.join(".venv/bin/python");
+        let argv = available(
+            "the OTLP receiver (python3 -m venv tests/otlp/.venv && tests/otlp/.venv/bin/pip install --no-deps -r tests/otlp/requirements.txt)",
+            vec![
+                python.display().to_string(),
+                dir.join("receiver.py").display().to_string(),
+            ],
+            &[python],
+        )?;
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the receiver");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        let ports: Value = serde_json::from_str(&first).expect("the receiver's ports");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line).expect("a span line");
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Some(Collector {
+            child,
+            http: ports["http"].as_u64().unwrap() as u16,
+            grpc: ports["grpc"].as_u64().unwrap() as u16,
+            lines: rx,
+            spans: Vec::new(),
+        })
+    }
+
+    /// The environment that exports to this receiver with `protocol`.
+    fn env(&self, protocol: &str, service: &str) -> Vec<(String, String)> {
+        let port = if protocol == "grpc" {
+            self.grpc
+        } else {
+            self.http
+        };
+        vec![
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
+                format!("http://127.0.0.1:{port}"),
+            ),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL".into(), protocol.into()),
+            ("OTEL_SERVICE_NAME".into(), service.into()),
+            ("OTEL_BSP_SCHEDULE_DELAY".into(), "200".into()),
+        ]
+    }
+
+    /// Waits until a span matches `want`, and returns it.
+    fn span(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(s) = self.spans.iter().find(|s| want(s)) {
+                return s.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => self.spans.push(v),
+                Err(_) => panic!("no span {what} arrived; got:\n{:#?}", self.spans),
+            }
+        }
+    }
+
+    /// The span named `name` of `kind` from `service`.
+    fn named(&mut self, service: &str, kind: &str, name: &str) -> Value {
+        self.span(&format!("{kind} {name:?} of {service}"), |s| {
+            s["service"] == service && s["kind"] == kind && s["name"] == name
+        })
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_env(args: &[&str], cwd: &Path, env: &[(String, String)]) -> Server {
+    let env: Vec<(&str, PathBuf)> = env
+        .iter()
+        .map(|(k, v)| (k.as_str(), PathBuf::from(v)))
+        .collect();
+    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+    Server::start_with_env(args, Some(cwd), &env)
+}
+
+fn attr<'a>(span: &'a Value, name: &str) -> &'a Value {
+    &span["attributes"][name]
+}
+
+/// A declared HTTP tool served over stdio, export over OTLP/HTTP: the call's SERVER span
+/// carries the conventions' attributes and the caller's span as its parent, and the HTTP
+/// request is a CLIENT span under it whose id the request's `traceparent` carries.
+#[test]
+fn a_served_call_is_a_server_span_with_the_callers_parent() {
+    let Some(mut rx) = Collector::start() else {
+        return;
+    };
+    let (port, seen) = http_recorder("{\"ok\": true}");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tools.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "tools:\n  - name: lookup\n    description: Ask the local API.\n    annotations: {{readOnlyHint: true, openWorldHint: false}}\n    http:\n      url: \"http://127.0.0.1:{port}/v1/items?token=secret\"\n      allow_loopback: true\n    output: {{parse: json}}\n"
+        ),
+    )
+    .unwrap();
+    let env = rx.env("http/protobuf", "served");
+    let args = ["--config", cfg.to_str().unwrap(), "--no-watch"];
+    let mut s = start_env(&args, dir.path(), &env);
+    let mut meta = modern_meta();
+    meta["traceparent"] = json!(format!("00-{TRACE}-{CALLER}-01"));
+    let r = s.request(
+        "tools/call",
+        json!({"name": "lookup", "arguments": {}, "_meta": meta}),
+    );
+    assert!(r["result"].is_object(), "{r}");
+    let r = s.request(
+        "tools/call",
+        json!({"name": "nope", "arguments": {}, "_meta": modern_meta()}),
+    );
+    assert!(r["error"].is_object(), "{r}");
+    s.close_stdin();
+    s.wait_exit(Duration::from_secs(10));
+
+    let call = rx.named("served", "SPAN_KIND_SERVER", "tools/call lookup");
+    assert_eq!(call["protocol"], "http/protobuf");
+    assert_eq!(call["trace_id"], TRACE);
+    assert_eq!(call["parent_span_id"], CALLER);
+    assert_eq!(attr(&call, "mcp.method.name"), "tools/call");
+    assert_eq!(attr(&call, "gen_ai.tool.name"), "lookup");
+    assert_eq!(attr(&call, "gen_ai.operation.name"), "execute_tool");
+    assert_eq!(attr(&call, "mcp.protocol.version"), "2026-07-28");
+    assert_eq!(attr(&call, "network.transport"), "pipe");
+    assert!(attr(&call, "jsonrpc.request.id").is_string(), "{call}");
+    assert_eq!(call["status"]["code"], "STATUS_CODE_UNSET");
+
+    let refused = rx.named("served", "SPAN_KIND_SERVER", "tools/call nope");
+    assert_eq!(refused["status"]["code"], "STATUS_CODE_ERROR");
+    assert!(attr(&refused, "error.type").is_string(), "{refused}");
+    assert_eq!(
+        attr(&refused, "rpc.response.status_code"),
+        attr(&refused, "error.type")
+    );
+    assert_ne!(
+        refused["trace_id"], TRACE,
+        "a call without a parent starts a trace"
+    );
+    assert_eq!(refused["parent_span_id"], "");
+
+    let _ = seen;
+}
