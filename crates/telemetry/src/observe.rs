@@ -96,6 +96,9 @@ pub enum Outcome {
     RpcError(i64),
     /// No answer was sent (the client cancelled, or hung up): `error.type` = `cancelled`.
     Cancelled,
+    /// A call made upstream got no answer: `error.type` is this (`timeout`,
+    /// `transport_error`).
+    Failed(&'static str),
 }
 
 impl Outcome {
@@ -106,6 +109,7 @@ impl Outcome {
             Outcome::ToolError => Some("tool_error".into()),
             Outcome::RpcError(code) => Some(code.to_string()),
             Outcome::Cancelled => Some("cancelled".into()),
+            Outcome::Failed(why) => Some(why.into()),
         }
     }
 }

@@ -140,7 +140,7 @@ fn a_served_call_is_a_server_span_with_the_callers_parent() {
     std::fs::write(
         &cfg,
         format!(
-            "tools:\n  - name: lookup\n    description: Ask the local API.\n    annotations: {{readOnlyHint: true, openWorldHint: false}}\n    http:\n      url: \"http://127.0.0.1:{port}/v1/items?token=secret\"\n      allow_loopback: true\n    output: {{parse: json}}\n"
+            "tools:\n  - name: lookup\n    description: Looks the items up in the local API. Returns the items as JSON.\n    annotations: {{readOnlyHint: true, openWorldHint: false}}\n    http:\n      url: \"http://127.0.0.1:{port}/v1/items?token=secret\"\n      allow_loopback: true\n    output: {{parse: json}}\n"
         ),
     )
     .unwrap();
@@ -188,4 +188,136 @@ fn a_served_call_is_a_server_span_with_the_callers_parent() {
     assert_eq!(refused["parent_span_id"], "");
 
     let _ = seen;
+}
+
+/// The span ids of one chain, for the assertions on the next link.
+struct Chain {
+    gateway: Value,
+    client: Value,
+    upstream: Value,
+    http: Value,
+}
+
+/// client → gateway (`toolwright serve` over stdio with `servers:`) → upstream `toolwright
+/// serve` (its child, over stdio) → a declared HTTP tool's loopback API, both processes
+/// exporting to the receiver with `protocol`; the client's request in the legacy era (after
+/// `initialize`) or the modern one.
+fn chain(rx: &mut Collector, protocol: &str, legacy: bool) -> Chain {
+    let (port, seen) = http_recorder("{\"ok\": true}");
+    let dir = tempfile::tempdir().unwrap();
+    let up = dir.path().join("up.yaml");
+    std::fs::write(
+        &up,
+        format!(
+            "tools:\n  - name: lookup\n    description: Looks the items up in the local API. Returns the items as JSON.\n    annotations: {{readOnlyHint: true, openWorldHint: false}}\n    http:\n      url: \"http://127.0.0.1:{port}/v1/items?token=secret\"\n      allow_loopback: true\n    output: {{parse: json}}\n"
+        ),
+    )
+    .unwrap();
+    let up_service = format!("upstream-{protocol}-{legacy}");
+    let gw_service = format!("gateway-{protocol}-{legacy}");
+    let env_lines: String = rx
+        .env(protocol, &up_service)
+        .iter()
+        .map(|(k, v)| format!("      {k}: \"{v}\"\n"))
+        .collect();
+    let gw = dir.path().join("gw.yaml");
+    std::fs::write(
+        &gw,
+        format!(
+            "servers:\n  up:\n    command: [{}, serve, --no-watch, --config, {}]\n    env:\n{env_lines}",
+            crate::util::bin().display(),
+            up.display()
+        ),
+    )
+    .unwrap();
+    let env = rx.env(protocol, &gw_service);
+    let args = ["--config", gw.to_str().unwrap(), "--no-watch"];
+    let mut s = start_env(&args, dir.path(), &env);
+    let mut meta = if legacy { json!({}) } else { modern_meta() };
+    if legacy {
+        s = s.handshake("2025-11-25");
+    }
+    meta["traceparent"] = json!(format!("00-{TRACE}-{CALLER}-01"));
+    let r = s.request(
+        "tools/call",
+        json!({"name": "up__lookup", "arguments": {}, "_meta": meta}),
+    );
+    assert!(r["result"]["isError"] != json!(true), "{r}");
+    s.close_stdin();
+    s.wait_exit(Duration::from_secs(10));
+
+    let gateway = rx.named(&gw_service, "SPAN_KIND_SERVER", "tools/call up__lookup");
+    let client = rx.named(&gw_service, "SPAN_KIND_CLIENT", "tools/call lookup");
+    let upstream = rx.named(&up_service, "SPAN_KIND_SERVER", "tools/call lookup");
+    let http = rx.named(&up_service, "SPAN_KIND_CLIENT", "GET");
+    for span in [&gateway, &client, &upstream, &http] {
+        assert_eq!(span["protocol"], protocol, "{span}");
+        assert_eq!(span["trace_id"], TRACE, "one trace: {span}");
+    }
+    // The parent links: caller → gateway SERVER → gateway CLIENT → upstream SERVER → HTTP CLIENT.
+    assert_eq!(gateway["parent_span_id"], CALLER);
+    assert_eq!(client["parent_span_id"], gateway["span_id"]);
+    assert_eq!(upstream["parent_span_id"], client["span_id"]);
+    assert_eq!(http["parent_span_id"], upstream["span_id"]);
+
+    let version = if legacy { "2025-11-25" } else { "2026-07-28" };
+    assert_eq!(attr(&gateway, "mcp.protocol.version"), version);
+    assert_eq!(attr(&gateway, "gen_ai.tool.name"), "up__lookup");
+    assert_eq!(attr(&client, "mcp.method.name"), "tools/call");
+    assert_eq!(attr(&client, "gen_ai.tool.name"), "lookup");
+    assert_eq!(attr(&client, "gen_ai.operation.name"), "execute_tool");
+    assert_eq!(attr(&client, "network.transport"), "pipe");
+    assert!(
+        attr(&client, "mcp.protocol.version").is_string(),
+        "{client}"
+    );
+    assert_eq!(attr(&upstream, "network.transport"), "pipe");
+    assert_eq!(
+        attr(&upstream, "mcp.protocol.version"),
+        attr(&client, "mcp.protocol.version")
+    );
+
+    assert_eq!(attr(&http, "http.request.method"), "GET");
+    assert_eq!(
+        attr(&http, "url.full"),
+        format!("http://127.0.0.1:{port}/v1/items").as_str(),
+        "no query: it may hold a secret"
+    );
+    assert_eq!(attr(&http, "server.address"), "127.0.0.1");
+    assert_eq!(attr(&http, "server.port"), i64::from(port));
+    assert_eq!(attr(&http, "http.response.status_code"), 200);
+    let head = seen.lock().unwrap().last().cloned().expect("a request");
+    let want = format!(
+        "traceparent: 00-{TRACE}-{}-01\r\n",
+        http["span_id"].as_str().unwrap()
+    );
+    assert!(head.to_ascii_lowercase().contains(&want), "{head}");
+    Chain {
+        gateway,
+        client,
+        upstream,
+        http,
+    }
+}
+
+#[test]
+fn a_call_through_the_gateway_is_one_trace_over_otlp_http_in_the_legacy_era() {
+    let Some(mut rx) = Collector::start() else {
+        return;
+    };
+    let c = chain(&mut rx, "http/protobuf", true);
+    assert_eq!(c.gateway["service"], "gateway-http/protobuf-true");
+    assert_eq!(c.http["service"], "upstream-http/protobuf-true");
+    assert_eq!(c.client["scope"], "toolwright");
+    assert!(c.upstream["duration_ns"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_call_through_the_gateway_is_one_trace_over_otlp_grpc_in_the_modern_era() {
+    let Some(mut rx) = Collector::start() else {
+        return;
+    };
+    let c = chain(&mut rx, "grpc", false);
+    assert_eq!(c.gateway["service"], "gateway-grpc-false");
+    assert_eq!(c.upstream["service"], "upstream-grpc-false");
 }
