@@ -218,6 +218,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
                 toolwright_gateway::gateway::Settings {
                     call_timeout: config.call_timeout,
                     roots: config.roots.clone(),
+                    telemetry: telemetry.clone(),
                 },
             )
             .context("starting the gateway")?,

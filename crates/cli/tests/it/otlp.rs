@@ -198,14 +198,11 @@ struct Chain {
     http: Value,
 }
 
-/// client → gateway (`toolwright serve` over stdio with `servers:`) → upstream `toolwright
-/// serve` (its child, over stdio) → a declared HTTP tool's loopback API, both processes
-/// exporting to the receiver with `protocol`; the client's request in the legacy era (after
-/// `initialize`) or the modern one.
-fn chain(rx: &mut Collector, protocol: &str, legacy: bool) -> Chain {
-    let (port, seen) = http_recorder("{\"ok\": true}");
-    let dir = tempfile::tempdir().unwrap();
-    let up = dir.path().join("up.yaml");
+/// The tool file of an upstream with one declared HTTP tool `lookup` (asking the loopback
+/// API on `port`), and the gateway's file naming that upstream, which exports with
+/// `protocol` as `service`; returns the gateway's file.
+fn gateway_config(rx: &Collector, dir: &Path, protocol: &str, service: &str, port: u16) -> PathBuf {
+    let up = dir.join("up.yaml");
     std::fs::write(
         &up,
         format!(
@@ -213,14 +210,12 @@ fn chain(rx: &mut Collector, protocol: &str, legacy: bool) -> Chain {
         ),
     )
     .unwrap();
-    let up_service = format!("upstream-{protocol}-{legacy}");
-    let gw_service = format!("gateway-{protocol}-{legacy}");
     let env_lines: String = rx
-        .env(protocol, &up_service)
+        .env(protocol, service)
         .iter()
         .map(|(k, v)| format!("      {k}: \"{v}\"\n"))
         .collect();
-    let gw = dir.path().join("gw.yaml");
+    let gw = dir.join("gw.yaml");
     std::fs::write(
         &gw,
         format!(
@@ -230,6 +225,19 @@ fn chain(rx: &mut Collector, protocol: &str, legacy: bool) -> Chain {
         ),
     )
     .unwrap();
+    gw
+}
+
+/// client → gateway (`toolwright serve` over stdio with `servers:`) → upstream `toolwright
+/// serve` (its child, over stdio) → a declared HTTP tool's loopback API, both processes
+/// exporting to the receiver with `protocol`; the client's request in the legacy era (after
+/// `initialize`) or the modern one.
+fn chain(rx: &mut Collector, protocol: &str, legacy: bool) -> Chain {
+    let (port, seen) = http_recorder("{\"ok\": true}");
+    let dir = tempfile::tempdir().unwrap();
+    let up_service = format!("upstream-{protocol}-{legacy}");
+    let gw_service = format!("gateway-{protocol}-{legacy}");
+    let gw = gateway_config(rx, dir.path(), protocol, &up_service, port);
     let env = rx.env(protocol, &gw_service);
     let args = ["--config", gw.to_str().unwrap(), "--no-watch"];
     let mut s = start_env(&args, dir.path(), &env);
@@ -320,4 +328,65 @@ fn a_call_through_the_gateway_is_one_trace_over_otlp_grpc_in_the_modern_era() {
     let c = chain(&mut rx, "grpc", false);
     assert_eq!(c.gateway["service"], "gateway-grpc-false");
     assert_eq!(c.upstream["service"], "upstream-grpc-false");
+}
+
+/// The gateway over `--http` (a legacy session): the SERVER span's parent comes from the
+/// POST's `traceparent` header, its transport is tcp/http with the session's id; the call
+/// upstream lands in `/metrics` as `mcp.client.operation.duration`; SIGTERM still sends
+/// the spans.
+#[test]
+fn over_http_the_parent_comes_from_the_headers_and_the_client_metrics_show() {
+    use crate::http_client::{HttpServer, LEGACY, LegacySession, request};
+    let Some(mut rx) = Collector::start() else {
+        return;
+    };
+    let (port, _seen) = http_recorder("{\"ok\": true}");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway_config(&rx, dir.path(), "http/protobuf", "upstream-http", port);
+    let env = rx.env("http/protobuf", "gateway-http");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut s = HttpServer::start_with_env(&["--config", gw.to_str().unwrap(), "--no-watch"], &env);
+    let session = LegacySession::open(&s, LEGACY);
+    let parent = format!("00-{TRACE}-{CALLER}-01");
+    let mut headers = session.headers();
+    headers.push(("traceparent", parent.as_str()));
+    headers.push(("tracestate", "rojo=1"));
+    let call = request(
+        7,
+        "tools/call",
+        json!({"name": "up__lookup", "arguments": {}}),
+    );
+    let r = s.post(&headers, &call);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.json()["result"].is_object(), "{}", r.text());
+
+    let text = s.send("GET", "/metrics", &[], b"").text();
+    let client = text
+        .lines()
+        .find(|l| {
+            l.starts_with("mcp_client_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"lookup\"")
+        })
+        .unwrap_or_else(|| panic!("no client operation in:\n{text}"));
+    assert!(client.contains("network_transport=\"pipe\""), "{client}");
+    assert!(client.ends_with(" 1"), "{client}");
+    // (mcp.client.session.duration is recorded when the upstream's session ends: not yet.)
+    s.terminate();
+    s.wait_exit(Duration::from_secs(10))
+        .expect("exits on SIGTERM");
+
+    let server = rx.named("gateway-http", "SPAN_KIND_SERVER", "tools/call up__lookup");
+    assert_eq!(server["trace_id"], TRACE);
+    assert_eq!(server["parent_span_id"], CALLER);
+    assert_eq!(attr(&server, "network.transport"), "tcp");
+    assert_eq!(attr(&server, "network.protocol.name"), "http");
+    assert_eq!(attr(&server, "mcp.session.id"), session.id.as_str());
+    assert_eq!(attr(&server, "jsonrpc.request.id"), "7");
+    assert_eq!(attr(&server, "mcp.protocol.version"), LEGACY);
+    let client = rx.named("gateway-http", "SPAN_KIND_CLIENT", "tools/call lookup");
+    assert_eq!(client["parent_span_id"], server["span_id"]);
+    let upstream = rx.named("upstream-http", "SPAN_KIND_SERVER", "tools/call lookup");
+    assert_eq!(upstream["parent_span_id"], client["span_id"]);
+    // The initialize of the session is a span too (no parent: its POST had no header).
+    let init = rx.named("gateway-http", "SPAN_KIND_SERVER", "initialize");
+    assert_eq!(attr(&init, "mcp.method.name"), "initialize");
 }
