@@ -390,3 +390,61 @@ fn over_http_the_parent_comes_from_the_headers_and_the_client_metrics_show() {
     let init = rx.named("gateway-http", "SPAN_KIND_SERVER", "initialize");
     assert_eq!(attr(&init, "mcp.method.name"), "initialize");
 }
+
+/// An HTTP upstream (`toolwright serve --http`): the gateway's CLIENT span names its address
+/// and port and the tcp transport, and the upstream's SERVER span is its child.
+#[test]
+fn a_call_to_an_http_upstream_names_the_server_address() {
+    use crate::http_client::HttpServer;
+    let Some(mut rx) = Collector::start() else {
+        return;
+    };
+    let (port, _seen) = http_recorder("{\"ok\": true}");
+    let dir = tempfile::tempdir().unwrap();
+    // The upstream's files (its gateway file is not used: the gateway here reaches it by URL).
+    gateway_config(&rx, dir.path(), "grpc", "unused", port);
+    let up = dir.path().join("up.yaml");
+    let up_env = rx.env("grpc", "upstream-tcp");
+    let up_env: Vec<(&str, &str)> = up_env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut upstream =
+        HttpServer::start_with_env(&["--config", up.to_str().unwrap(), "--no-watch"], &up_env);
+    let gw = dir.path().join("gw-url.yaml");
+    std::fs::write(
+        &gw,
+        format!("servers:\n  up:\n    url: {}\n", upstream.url()),
+    )
+    .unwrap();
+    let env = rx.env("grpc", "gateway-tcp");
+    let mut s = start_env(
+        &["--config", gw.to_str().unwrap(), "--no-watch"],
+        dir.path(),
+        &env,
+    );
+    let mut meta = modern_meta();
+    meta["traceparent"] = json!(format!("00-{TRACE}-{CALLER}-01"));
+    let r = s.request(
+        "tools/call",
+        json!({"name": "up__lookup", "arguments": {}, "_meta": meta}),
+    );
+    assert!(r["result"].is_object(), "{r}");
+    s.close_stdin();
+    s.wait_exit(Duration::from_secs(10));
+    upstream.terminate();
+    upstream.wait_exit(Duration::from_secs(10));
+
+    let client = rx.named("gateway-tcp", "SPAN_KIND_CLIENT", "tools/call lookup");
+    assert_eq!(attr(&client, "network.transport"), "tcp");
+    assert_eq!(attr(&client, "network.protocol.name"), "http");
+    assert_eq!(attr(&client, "server.address"), "127.0.0.1");
+    assert_eq!(
+        attr(&client, "server.port"),
+        i64::from(upstream.addr.port())
+    );
+    let served = rx.named("upstream-tcp", "SPAN_KIND_SERVER", "tools/call lookup");
+    assert_eq!(served["parent_span_id"], client["span_id"]);
+    assert_eq!(served["trace_id"], TRACE);
+    assert_eq!(attr(&served, "network.transport"), "tcp");
+}
