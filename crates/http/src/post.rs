@@ -134,6 +134,9 @@ fn traced(
     sink: &Arc<dyn Outbound>,
     headers: &HeaderMap,
 ) -> Handled {
+    if shared.server.config().telemetry.is_none() {
+        return shared.server.handle(session, inbound, sink);
+    }
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     shared.server.handle_with_parent(
         session,

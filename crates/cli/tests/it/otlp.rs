@@ -448,3 +448,37 @@ fn a_call_to_an_http_upstream_names_the_server_address() {
     assert_eq!(served["trace_id"], TRACE);
     assert_eq!(attr(&served, "network.transport"), "tcp");
 }
+
+/// A setting that is not understood stops `serve` before it serves, naming the variable.
+#[test]
+fn a_bad_otel_setting_is_a_start_up_error() {
+    for (var, value, expected) in [
+        (
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "http/json",
+            "http/json is not built into toolwright",
+        ),
+        (
+            "OTEL_TRACES_SAMPLER",
+            "sometimes",
+            "OTEL_TRACES_SAMPLER=\"sometimes\"",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "novalue",
+            "is not a key=value pair",
+        ),
+    ] {
+        let out = Command::new(crate::util::bin())
+            .args(["serve", "--no-watch"])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+            .env(var, value)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{var}: {err}");
+        assert!(err.contains(expected), "{var}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
