@@ -12,6 +12,16 @@
 //! Prometheus scrapes), the dots of OpenTelemetry names turned into underscores and the unit
 //! appended (`mcp_server_operation_duration_seconds`).
 //!
+//! The calls made on a request's behalf are observed too: [`Telemetry::client`] for an MCP
+//! request sent upstream (`mcp.client.operation.duration`, and a CLIENT span),
+//! [`Telemetry::upstream_session`] for `mcp.client.session.duration`, and
+//! [`Telemetry::http_request`] for a declared tool's HTTP request.
+//!
+//! Spans: when [`Settings::spans`] names a [`SpanSink`] (toolwright-otlp's exporter), every
+//! observation ends as a SERVER [`FinishedSpan`] and every call upstream as a CLIENT one,
+//! with the ids [`SpanContext`] propagates and the sink's sampling decision in their flags.
+//! Without a sink no span is built.
+//!
 //! A server without telemetry holds no [`Telemetry`] and never builds an [`Operation`]: the
 //! cost of telemetry being off is one `Option` check per message.
 
