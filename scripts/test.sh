@@ -58,6 +58,14 @@ for dir in tests/peers tests/peers-modern; do
   fi
 done
 
+# The OTLP receiver of the trace tests (tests/otlp/receiver.py): opentelemetry-proto,
+# protobuf and grpcio, pinned with their dependencies, wheels only.
+if [ ! -x tests/otlp/.venv/bin/python ] || ! tests/otlp/.venv/bin/python -c 'import grpc, opentelemetry.proto' 2>/dev/null; then
+  log "python venv in tests/otlp"
+  python3 -m venv tests/otlp/.venv
+  tests/otlp/.venv/bin/pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: -r tests/otlp/requirements.txt
+fi
+
 log "cargo test --workspace"
 cargo test --workspace --locked
 

@@ -218,6 +218,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
                 toolwright_gateway::gateway::Settings {
                     call_timeout: config.call_timeout,
                     roots: config.roots.clone(),
+                    telemetry: telemetry.clone(),
                 },
             )
             .context("starting the gateway")?,
@@ -296,9 +297,16 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     let json_logs = a.log_format == "json";
     init_logging_as(json_logs);
     let metrics = a.http.addr.is_some() && !a.http.no_metrics;
-    let observed = metrics || json_logs || a.capture_bytes.is_some();
+    // OTLP export of spans, when the OTEL_* environment asks for it; it sends what is
+    // queued when this function returns (stdio's end of input, --http's SIGTERM or ctrl-c).
+    let exporter = match toolwright_otlp::from_env().context("OpenTelemetry settings")? {
+        Some(c) => Some(toolwright_otlp::Exporter::start(c).context("OTLP export")?),
+        None => None,
+    };
+    let observed = metrics || json_logs || a.capture_bytes.is_some() || exporter.is_some();
     let settings = toolwright_server::telemetry::Settings {
         capture_bytes: a.capture_bytes,
+        spans: exporter.as_ref().map(toolwright_otlp::Exporter::sink),
     };
     let built = build(&Settings {
         tools: &a.tools,

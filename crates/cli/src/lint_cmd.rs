@@ -249,6 +249,7 @@ fn lint_upstreams(configs: &[PathBuf], options: &Options) -> Result<Vec<Linted>>
         toolwright_gateway::gateway::Settings {
             call_timeout: std::time::Duration::from_secs(30),
             roots: vec![std::env::current_dir().context("reading the current directory")?],
+            telemetry: None,
         },
     )?;
     let listed = gateway.list_each(std::time::Duration::from_secs(60));

@@ -55,6 +55,12 @@ pub struct RunContext<'a> {
     /// an HTTP action sends them as headers (unless the tool sets its own), a command gets
     /// them as `TRACEPARENT` and `TRACESTATE` in its environment.
     pub trace: Option<(String, Option<String>)>,
+    /// The telemetry observing the call, with the call's span: an HTTP action's request is
+    /// a CLIENT span under it when spans are exported (and its `traceparent` that span's).
+    pub observed: Option<(
+        std::sync::Arc<toolwright_server::telemetry::Telemetry>,
+        toolwright_server::telemetry::SpanContext,
+    )>,
 }
 
 /// What an action produced: the bytes to shape, and facts for the result's `_meta` (exit

@@ -162,6 +162,7 @@ impl Tool for DeclaredTool {
                 trace: ctx
                     .trace_context()
                     .map(|t| (t.traceparent(), t.state.clone())),
+                observed: ctx.telemetry().cloned().zip(ctx.trace_context().cloned()),
             };
             Ok(self.run(args, &rc).await)
         })

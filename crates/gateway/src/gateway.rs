@@ -39,6 +39,8 @@ pub struct Settings {
     pub call_timeout: Duration,
     /// The server's roots, offered to upstreams that ask `roots/list` outside a call.
     pub roots: Vec<PathBuf>,
+    /// Where each upstream session's duration is recorded (`mcp.client.session.duration`).
+    pub telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
 }
 
 /// The gateway.
@@ -189,6 +191,7 @@ impl Gateway {
                 gateway.runtime.handle().clone(),
                 events.clone(),
                 gateway.roots.clone(),
+                settings.telemetry.clone(),
             )?);
         }
         *gateway.upstreams.lock() = ups;

@@ -29,6 +29,7 @@ pub mod catalog;
 pub mod error;
 pub mod gateway;
 pub mod naming;
+mod observe;
 pub mod pin;
 pub mod policy;
 pub mod tool;

@@ -26,6 +26,7 @@ use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, Progress
 use toolwright_jsonrpc::ErrorObject;
 use toolwright_protocol::{CallToolResult, LoggingLevel, ParamHeaders};
 use toolwright_schema::{Validator, format_violations};
+use toolwright_server::telemetry::Target;
 use toolwright_server::{
     ClientRequestError, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
@@ -210,16 +211,16 @@ impl UpstreamTool {
             _ => Vec::new(),
         };
         let mut params = json!({"name": self.upstream_name, "arguments": args});
-        // The call's span is the upstream's parent (W3C Trace Context in `_meta`, unprefixed,
-        // as the MCP conventions carry it), when telemetry observes the call.
-        if let Some(t) = ctx.trace_context() {
-            let mut meta = json!({"traceparent": t.traceparent()});
-            if let Some(state) = &t.state {
-                meta["tracestate"] = json!(state);
-            }
-            params["_meta"] = meta;
-        }
         for _round in 0..MAX_ROUNDS {
+            // Each request upstream is a CLIENT span under the call's span, and the upstream's
+            // parent, when telemetry observes the call.
+            let observation = crate::observe::start(
+                ctx,
+                &peer,
+                "tools/call",
+                Some(Target::Tool(self.upstream_name.clone())),
+            );
+            crate::observe::propagate(&mut params, observation.as_ref(), ctx);
             let call = Call {
                 method: "tools/call".into(),
                 params: params.clone(),
@@ -231,6 +232,7 @@ impl UpstreamTool {
                 on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
             };
             let outcome = peer.request(call).await;
+            crate::observe::finish(observation, &peer, &outcome);
             if asker.deferred.load(Ordering::Acquire) {
                 // A legacy upstream asked what this modern client answers on its retry.
                 return Err(ToolError::InputRequired);

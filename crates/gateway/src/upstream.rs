@@ -20,6 +20,7 @@ use toolwright_client::{
 };
 use toolwright_jsonrpc::ErrorObject;
 use toolwright_protocol::{ClientCapabilities, Implementation};
+use toolwright_server::telemetry::{Telemetry, UpstreamSession};
 use toolwright_toolfile::config::{Server, Transport};
 use toolwright_toolfile::servers::{EraSpec, ServerSpec};
 use toolwright_toolfile::template::Template;
@@ -57,6 +58,8 @@ pub trait Events: Send + Sync + 'static {
 #[derive(Default)]
 struct State {
     peer: Option<Peer>,
+    /// The session of `peer`, as telemetry records it (until the peer goes).
+    session: Option<UpstreamSession>,
     /// Failures in a row (connecting, or the connection dying).
     failures: u32,
     /// Not before this instant may the next connection be tried.
@@ -83,6 +86,7 @@ pub struct Upstream {
     /// Its tools the gateway refuses now (quarantined or denied), with why: a call that
     /// started before its tool was refused checks here once it has the connection.
     refused: Mutex<BTreeMap<String, String>>,
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -239,6 +243,7 @@ impl Upstream {
         handle: tokio::runtime::Handle,
         events: Arc<dyn Events>,
         roots: Arc<Vec<String>>,
+        telemetry: Option<Arc<Telemetry>>,
     ) -> Result<Arc<Upstream>, GatewayError> {
         let mut connect = ConnectOptions {
             request_timeout,
@@ -262,6 +267,7 @@ impl Upstream {
             events,
             roots,
             refused: Mutex::new(BTreeMap::new()),
+            telemetry,
         }))
     }
 
@@ -358,6 +364,13 @@ impl Upstream {
                     let mut s = self.state.lock();
                     s.peer = Some(peer.clone());
                     s.not_before = None;
+                    s.session = self.telemetry.as_ref().map(|t| {
+                        let transport = match &self.target {
+                            Target::Stdio { .. } => toolwright_server::telemetry::Transport::Pipe,
+                            Target::Http { .. } => toolwright_server::telemetry::Transport::Tcp,
+                        };
+                        t.upstream_session(Some(peer.protocol_version().as_str()), transport)
+                    });
                 }
                 tracing::info!(server = %self.name, era = peer.era().as_str(), "upstream connected");
                 self.events.connected(&self.name).await;
@@ -383,6 +396,7 @@ impl Upstream {
     fn failed(&self, why: &str) {
         let mut s = self.state.lock();
         s.peer = None;
+        s.session = None;
         s.failures = s.failures.saturating_add(1);
         let wait = backoff(s.failures);
         s.not_before = Some(Instant::now() + wait);
@@ -413,10 +427,14 @@ impl Upstream {
 
     /// Closes the connection (a stdio server gets EOF).
     pub async fn close(&self) {
-        let peer = self.state.lock().peer.take();
+        let (peer, session) = {
+            let mut s = self.state.lock();
+            (s.peer.take(), s.session.take())
+        };
         if let Some(p) = peer {
             p.close().await;
         }
+        drop(session);
     }
 }
 

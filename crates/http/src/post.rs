@@ -125,6 +125,28 @@ pub(crate) async fn post(
     }
 }
 
+/// Handles `inbound` with the trace context of the request's `traceparent` and
+/// `tracestate` headers (a message's own `_meta` wins).
+fn traced(
+    shared: &Shared,
+    session: &Arc<Session>,
+    inbound: Inbound,
+    sink: &Arc<dyn Outbound>,
+    headers: &HeaderMap,
+) -> Handled {
+    if shared.server.config().telemetry.is_none() {
+        return shared.server.handle(session, inbound, sink);
+    }
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    shared.server.handle_with_parent(
+        session,
+        inbound,
+        sink,
+        text("traceparent"),
+        text("tracestate"),
+    )
+}
+
 fn too_large(shared: &Shared, id: Option<&RequestId>) -> Response<Body> {
     refuse(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -243,7 +265,7 @@ async fn modern_post(
     let (cell, sink) = new_cell(shared, to.accepts);
     let session = Session::new(sink.clone());
     session.set_label(Transport::Tcp, None);
-    match shared.server.handle(&session, inbound, &sink) {
+    match traced(shared, &session, inbound, &sink, headers) {
         Handled::Nothing if id.is_none() || !to.accepts.sse => accepted(),
         Handled::Nothing => {
             cell.finish(None);
@@ -337,7 +359,7 @@ async fn legacy_post(
             Session::stateless(sink.clone(), version)
         };
         session.set_label(Transport::Tcp, None);
-        let handled = shared.server.handle(&session, inbound, &sink);
+        let handled = traced(shared, &session, inbound, &sink, headers);
         return legacy_respond(shared, to, None, cell, handled, &requests, &session).await;
     }
     if is_init {
@@ -381,7 +403,7 @@ async fn legacy_post(
         cell.set_closable();
     }
     let roots_changed = inbound.method() == Some(Method::RootsListChanged);
-    let handled = shared.server.handle(&hs.mcp, inbound, &sink);
+    let handled = traced(shared, &hs.mcp, inbound, &sink, headers);
     if let Some(c) = &shared.cluster
         && let Err(e) = crate::cluster::save(c, &hs, roots_changed).await
     {

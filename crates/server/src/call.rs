@@ -249,6 +249,7 @@ impl Server {
                 .telemetry
                 .as_ref()
                 .and_then(|_| crate::observe::current()),
+            telemetry: self.inner.config.telemetry.clone(),
         })
     }
 

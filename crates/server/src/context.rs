@@ -39,6 +39,8 @@ pub(crate) struct Scope {
     pub arguments_text: Option<Box<serde_json::value::RawValue>>,
     /// The span of the request being handled, when telemetry observes it.
     pub trace: Option<toolwright_telemetry::SpanContext>,
+    /// The telemetry observing the request, when there is one (with `trace`).
+    pub telemetry: Option<std::sync::Arc<toolwright_telemetry::Telemetry>>,
 }
 
 /// Modern-era multi-round-trip state of one request.
@@ -81,6 +83,7 @@ impl ToolContext {
             inputs: Inputs::default(),
             arguments_text: None,
             trace: None,
+            telemetry: None,
         })
     }
 
@@ -89,6 +92,13 @@ impl ToolContext {
     /// environment variable).
     pub fn trace_context(&self) -> Option<&toolwright_telemetry::SpanContext> {
         self.inner.trace.as_ref()
+    }
+
+    /// The telemetry observing the request, when it is observed: what a tool records the
+    /// calls it makes in (CLIENT spans, `mcp.client.operation.duration`), under
+    /// [`ToolContext::trace_context`].
+    pub fn telemetry(&self) -> Option<&std::sync::Arc<toolwright_telemetry::Telemetry>> {
+        self.inner.telemetry.as_ref()
     }
 
     /// [`ToolContext::trace_context`] as a W3C `traceparent` value.

@@ -65,6 +65,27 @@ impl Server {
         }
     }
 
+    /// [`Server::handle`] for a message that came with W3C Trace Context outside it (an HTTP
+    /// request's `traceparent` and `tracestate` headers): the parent of its span when the
+    /// message's own `params._meta` names none.
+    pub fn handle_with_parent(
+        &self,
+        session: &Arc<Session>,
+        inbound: Inbound,
+        sink: &Arc<dyn Outbound>,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
+    ) -> Handled {
+        let parent = match (&self.inner.config.telemetry, traceparent) {
+            (Some(_), Some(tp)) => toolwright_telemetry::SpanContext::parse(tp, tracestate),
+            _ => None,
+        };
+        match parent {
+            Some(p) => observe::with_outer_parent(p, || self.handle(session, inbound, sink)),
+            None => self.handle(session, inbound, sink),
+        }
+    }
+
     /// Handles one message of `session`. `sink` receives the notifications tied to this
     /// request (progress, logs, requests to the client); the reply itself is returned.
     pub fn handle(

@@ -34,9 +34,27 @@ struct PeekMeta {
     tracestate: Option<String>,
 }
 
-/// The caller's span, from `_meta`'s `traceparent` and `tracestate`.
+/// The caller's span, from `_meta`'s `traceparent` and `tracestate`, else from outside
+/// the message (an HTTP request's headers).
 fn parent(traceparent: Option<&str>, tracestate: Option<&str>) -> Option<SpanContext> {
-    SpanContext::parse(traceparent?, tracestate)
+    match traceparent {
+        Some(tp) => SpanContext::parse(tp, tracestate),
+        None => OUTER.with(|o| o.borrow().clone()),
+    }
+}
+
+thread_local! {
+    /// The trace context that came with the message being read, outside it.
+    static OUTER: std::cell::RefCell<Option<SpanContext>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` (which handles messages) with `parent` as the parent of the spans of messages
+/// whose `_meta` names none.
+pub(crate) fn with_outer_parent<T>(parent: SpanContext, f: impl FnOnce() -> T) -> T {
+    let before = OUTER.with(|o| o.replace(Some(parent)));
+    let out = f();
+    OUTER.with(|o| *o.borrow_mut() = before);
+    out
 }
 
 /// The protocol version of a message: the modern one it names in `_meta`, else the one its
@@ -77,7 +95,10 @@ pub(crate) fn call_operation(
     Operation {
         target: Some(Target::Tool(p.name.clone())),
         protocol_version: version(session, meta.and_then(|m| m.protocol_version.as_deref())),
-        parent: meta.and_then(|m| parent(m.traceparent.as_deref(), m.tracestate.as_deref())),
+        parent: parent(
+            meta.and_then(|m| m.traceparent.as_deref()),
+            meta.and_then(|m| m.tracestate.as_deref()),
+        ),
         arguments,
         ..base(session, method_name("tools/call"), Some(id))
     }
@@ -96,7 +117,10 @@ pub(crate) fn operation(
         .unwrap_or_default();
     let meta = peek.meta.as_ref();
     let modern = meta.and_then(|m| m.protocol_version.as_deref());
-    let parent = meta.and_then(|m| parent(m.traceparent.as_deref(), m.tracestate.as_deref()));
+    let parent = parent(
+        meta.and_then(|m| m.traceparent.as_deref()),
+        meta.and_then(|m| m.tracestate.as_deref()),
+    );
     let target = match (method, peek.name) {
         ("tools/call", Some(n)) => Some(Target::Tool(n)),
         ("prompts/get", Some(n)) => Some(Target::Prompt(n)),

@@ -12,16 +12,30 @@
 //! Prometheus scrapes), the dots of OpenTelemetry names turned into underscores and the unit
 //! appended (`mcp_server_operation_duration_seconds`).
 //!
+//! The calls made on a request's behalf are observed too: [`Telemetry::client`] for an MCP
+//! request sent upstream (`mcp.client.operation.duration`, and a CLIENT span),
+//! [`Telemetry::upstream_session`] for `mcp.client.session.duration`, and
+//! [`Telemetry::http_request`] for a declared tool's HTTP request.
+//!
+//! Spans: when [`Settings::spans`] names a [`SpanSink`] (toolwright-otlp's exporter), every
+//! observation ends as a SERVER [`FinishedSpan`] and every call upstream as a CLIENT one,
+//! with the ids [`SpanContext`] propagates and the sink's sampling decision in their flags.
+//! Without a sink no span is built.
+//!
 //! A server without telemetry holds no [`Telemetry`] and never builds an [`Operation`]: the
 //! cost of telemetry being off is one `Option` check per message.
 
+mod client;
 pub mod context;
 mod metrics;
 mod observe;
 pub(crate) mod process;
+pub mod spans;
 
+pub use client::{ClientObservation, HttpObservation, HttpRequest, Peer, UpstreamSession};
 pub use context::SpanContext;
 pub use observe::{Observation, Operation, Outcome, SessionGuard, Target, Transport};
+pub use spans::{FinishedSpan, SpanKind, SpanSink};
 
 use metrics::Metrics;
 use std::fmt;
@@ -49,12 +63,24 @@ pub struct Telemetry {
 }
 
 /// What telemetry records beyond the instruments.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Settings {
     /// Record each `tools/call`'s arguments and result (in its log line, and as the
     /// convention's opt-in `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`),
     /// each cut to this many bytes. `None`, the default: neither is recorded.
     pub capture_bytes: Option<usize>,
+    /// Where spans go: every observation becomes a SERVER span, every call made upstream
+    /// a CLIENT span. `None`, the default: no spans are built.
+    pub spans: Option<Arc<dyn SpanSink>>,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("capture_bytes", &self.capture_bytes)
+            .field("spans", &self.spans.is_some())
+            .finish()
+    }
 }
 
 impl fmt::Debug for Telemetry {
@@ -80,6 +106,11 @@ impl Telemetry {
     /// How many bytes of a call's arguments and result are recorded (`None`: none).
     pub fn capture_bytes(&self) -> Option<usize> {
         self.settings.capture_bytes
+    }
+
+    /// Where spans go, when they are exported.
+    pub fn spans(&self) -> Option<&dyn SpanSink> {
+        self.settings.spans.as_deref()
     }
 
     /// Starts observing one request or notification; finish it with

@@ -189,3 +189,110 @@ fn truncation_keeps_characters_whole() {
     assert_eq!(context::truncate("abcdef", 3), "abc…");
     assert_eq!(context::truncate("éé", 3), "é…");
 }
+
+/// A sink that keeps what it is given, sampling as `sample` says.
+struct Kept {
+    sample: bool,
+    spans: std::sync::Mutex<Vec<FinishedSpan>>,
+}
+
+impl SpanSink for Kept {
+    fn sampled(&self, _: Option<&SpanContext>, _: &[u8; 16], _: &str, _: SpanKind) -> bool {
+        self.sample
+    }
+
+    fn export(&self, span: FinishedSpan) {
+        self.spans.lock().unwrap().push(span);
+    }
+}
+
+fn with_sink(sample: bool) -> (Arc<Telemetry>, Arc<Kept>) {
+    let kept = Arc::new(Kept {
+        sample,
+        spans: std::sync::Mutex::new(Vec::new()),
+    });
+    let t = Telemetry::with(Settings {
+        capture_bytes: None,
+        spans: Some(kept.clone()),
+    });
+    (t, kept)
+}
+
+#[test]
+fn spans_keep_the_propagated_ids_and_link_server_to_client() {
+    let (t, kept) = with_sink(true);
+    let caller = SpanContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        None,
+    );
+    let mut op = tool_call("echo", Transport::Pipe);
+    op.parent = caller.clone();
+    let served = t.start(op);
+    let server_ctx = served.context().clone();
+    let mut up = tool_call("echo", Transport::Pipe);
+    up.parent = Some(server_ctx.clone());
+    let client = t.client(
+        up,
+        Some(Peer {
+            address: "up.example".into(),
+            port: Some(443),
+        }),
+    );
+    let client_ctx = client.context().unwrap().clone();
+    assert_ne!(client_ctx.span_id, server_ctx.span_id);
+    client.finish(Outcome::Failed("timeout"));
+    served.finish(Outcome::ToolError);
+    let spans = kept.spans.lock().unwrap();
+    let (c, s) = (&spans[0], &spans[1]);
+    assert_eq!((c.kind, s.kind), (SpanKind::Client, SpanKind::Server));
+    assert_eq!(s.context, server_ctx);
+    assert_eq!(s.parent, caller);
+    assert!(s.parent_remote);
+    assert_eq!(c.parent.as_ref(), Some(&server_ctx));
+    assert_eq!(c.context, client_ctx);
+    assert_eq!(s.error.as_deref(), Some("tool_error"));
+    assert_eq!(c.error.as_deref(), Some("timeout"));
+    assert!(
+        c.attributes
+            .contains(&("server.port", spans::Value::Int(443)))
+    );
+    drop(spans);
+    let text = t.render();
+    assert!(
+        text.contains("mcp_client_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"echo\",gen_ai_operation_name=\"execute_tool\",error_type=\"timeout\""),
+        "{text}"
+    );
+    drop(t.upstream_session(Some("2025-11-25"), Transport::Tcp));
+    assert!(
+        t.render()
+            .contains("mcp_client_session_duration_seconds_count{mcp_protocol_version=\"2025-11-25\",network_transport=\"tcp\",network_protocol_name=\"http\"} 1")
+    );
+}
+
+#[test]
+fn an_unsampled_span_is_not_exported_and_propagates_unsampled() {
+    let (t, kept) = with_sink(false);
+    let o = t.start(tool_call("echo", Transport::Pipe));
+    assert!(o.context().traceparent().ends_with("-00"));
+    o.finish(Outcome::Ok);
+    assert!(kept.spans.lock().unwrap().is_empty());
+    // Without a sink, no client span: the peer gets the caller's span as before.
+    let t = Telemetry::new();
+    let mut up = tool_call("echo", Transport::Pipe);
+    let parent = SpanContext::child_of(None);
+    up.parent = Some(parent.clone());
+    let c = t.client(up, None);
+    assert_eq!(c.context(), Some(&parent));
+    assert!(
+        t.http_request(HttpRequest {
+            method: "GET".into(),
+            url: "http://h/".into(),
+            peer: Peer {
+                address: "h".into(),
+                port: Some(80)
+            },
+            parent: None,
+        })
+        .is_none()
+    );
+}

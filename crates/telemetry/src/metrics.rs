@@ -18,7 +18,16 @@ pub(crate) struct Metrics {
     registry: Registry,
     operations: Family<Labels, Histogram, fn() -> Histogram>,
     sessions: Family<Labels, Histogram, fn() -> Histogram>,
+    client_operations: Family<Labels, Histogram, fn() -> Histogram>,
+    client_sessions: Family<Labels, Histogram, fn() -> Histogram>,
     pub(crate) live_sessions: Gauge,
+}
+
+/// Which side of an operation or session a duration is recorded for.
+#[derive(Clone, Copy)]
+pub(crate) enum Side {
+    Server,
+    Client,
 }
 
 impl Metrics {
@@ -27,6 +36,10 @@ impl Metrics {
         let operations: Family<Labels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(duration_histogram);
         let sessions: Family<Labels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(duration_histogram);
+        let client_operations: Family<Labels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(duration_histogram);
+        let client_sessions: Family<Labels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(duration_histogram);
         let live_sessions = Gauge::default();
         registry.register_with_unit(
@@ -41,6 +54,18 @@ impl Metrics {
             Unit::Seconds,
             sessions.clone(),
         );
+        registry.register_with_unit(
+            "mcp_client_operation_duration",
+            "The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received (OpenTelemetry mcp.client.operation.duration)",
+            Unit::Seconds,
+            client_operations.clone(),
+        );
+        registry.register_with_unit(
+            "mcp_client_session_duration",
+            "The duration of the MCP session as observed on the MCP client (OpenTelemetry mcp.client.session.duration)",
+            Unit::Seconds,
+            client_sessions.clone(),
+        );
         registry.register(
             "mcp_server_sessions_live",
             "MCP sessions open now (legacy sessions past initialize)",
@@ -51,11 +76,17 @@ impl Metrics {
             registry,
             operations,
             sessions,
+            client_operations,
+            client_sessions,
             live_sessions,
         }
     }
 
     pub(crate) fn operation(&self, op: &Operation, outcome: Outcome, seconds: f64) {
+        self.operation_of(Side::Server, op, outcome, seconds);
+    }
+
+    pub(crate) fn operation_of(&self, side: Side, op: &Operation, outcome: Outcome, seconds: f64) {
         let mut labels: Labels = Vec::with_capacity(8);
         labels.push(("mcp_method_name", op.method.to_owned()));
         match &op.target {
@@ -73,13 +104,31 @@ impl Metrics {
             labels.push(("rpc_response_status_code", code.to_string()));
         }
         transport_labels(&mut labels, op.protocol_version, op.transport);
-        self.operations.get_or_create(&labels).observe(seconds);
+        let family = match side {
+            Side::Server => &self.operations,
+            Side::Client => &self.client_operations,
+        };
+        family.get_or_create(&labels).observe(seconds);
     }
 
     pub(crate) fn session(&self, version: Option<&'static str>, transport: Transport, s: f64) {
+        self.session_of(Side::Server, version, transport, s);
+    }
+
+    pub(crate) fn session_of(
+        &self,
+        side: Side,
+        version: Option<&'static str>,
+        transport: Transport,
+        s: f64,
+    ) {
         let mut labels: Labels = Vec::with_capacity(3);
         transport_labels(&mut labels, version, transport);
-        self.sessions.get_or_create(&labels).observe(s);
+        let family = match side {
+            Side::Server => &self.sessions,
+            Side::Client => &self.client_sessions,
+        };
+        family.get_or_create(&labels).observe(s);
     }
 
     pub(crate) fn render(&self) -> String {

@@ -2,8 +2,9 @@
 
 use crate::Telemetry;
 use crate::context::{SpanContext, truncate};
+use crate::spans::{Attributes, FinishedSpan, SpanKind, Value, push_opt, start_context};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// How the message reached the server, as the convention's `network.transport` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -95,6 +96,9 @@ pub enum Outcome {
     RpcError(i64),
     /// No answer was sent (the client cancelled, or hung up): `error.type` = `cancelled`.
     Cancelled,
+    /// A call made upstream got no answer: `error.type` is this (`timeout`,
+    /// `transport_error`).
+    Failed(&'static str),
 }
 
 impl Outcome {
@@ -105,6 +109,7 @@ impl Outcome {
             Outcome::ToolError => Some("tool_error".into()),
             Outcome::RpcError(code) => Some(code.to_string()),
             Outcome::Cancelled => Some("cancelled".into()),
+            Outcome::Failed(why) => Some(why.into()),
         }
     }
 }
@@ -118,6 +123,8 @@ pub struct Observation {
     context: SpanContext,
     span: tracing::Span,
     started: Instant,
+    /// When it began, as a span says it (only kept when spans are exported).
+    began: Option<SystemTime>,
     finished: bool,
     result: Option<String>,
 }
@@ -132,7 +139,18 @@ impl std::fmt::Debug for Observation {
 
 impl Observation {
     pub(crate) fn new(telemetry: Arc<Telemetry>, mut operation: Operation) -> Self {
-        let context = SpanContext::child_of(operation.parent.as_ref());
+        let (context, began) = match telemetry.spans() {
+            Some(sink) => (
+                start_context(
+                    sink,
+                    operation.parent.as_ref(),
+                    &operation.span_name(),
+                    SpanKind::Server,
+                ),
+                Some(SystemTime::now()),
+            ),
+            None => (SpanContext::child_of(operation.parent.as_ref()), None),
+        };
         if let (Some(max), Some(args)) = (telemetry.capture_bytes(), &operation.arguments) {
             operation.arguments = Some(truncate(args, max));
         }
@@ -148,6 +166,7 @@ impl Observation {
             context,
             span,
             started: Instant::now(),
+            began,
             finished: false,
             result: None,
         }
@@ -212,7 +231,73 @@ impl Observation {
             "{}",
             op.span_name()
         );
+        drop(_in);
+        self.export(outcome);
     }
+
+    /// The SERVER span, when spans are exported and this one is sampled.
+    fn export(&self, outcome: Outcome) {
+        let (Some(sink), Some(start)) = (self.telemetry.spans(), self.began) else {
+            return;
+        };
+        if self.context.flags & 1 == 0 {
+            return;
+        }
+        let op = &self.operation;
+        let mut attributes = operation_attributes(op, outcome);
+        push_opt(
+            &mut attributes,
+            "gen_ai.tool.call.arguments",
+            op.arguments.as_deref(),
+        );
+        push_opt(
+            &mut attributes,
+            "gen_ai.tool.call.result",
+            self.result.as_deref(),
+        );
+        sink.export(FinishedSpan {
+            name: op.span_name(),
+            kind: SpanKind::Server,
+            context: self.context.clone(),
+            parent: op.parent.clone(),
+            parent_remote: true,
+            start,
+            end: SystemTime::now(),
+            attributes,
+            error: outcome.error_type(),
+        });
+    }
+}
+
+/// The conventions' attributes of an MCP operation (both sides: the server's span, and the
+/// gateway's client span of the same call upstream).
+pub(crate) fn operation_attributes(op: &Operation, outcome: Outcome) -> Attributes {
+    let mut a: Attributes = Vec::with_capacity(12);
+    a.push(("mcp.method.name", Value::from(op.method)));
+    match &op.target {
+        Some(Target::Tool(name)) => {
+            a.push(("gen_ai.tool.name", Value::from(name.as_str())));
+            a.push(("gen_ai.operation.name", Value::from("execute_tool")));
+        }
+        Some(Target::Prompt(name)) => a.push(("gen_ai.prompt.name", Value::from(name.as_str()))),
+        None => {}
+    }
+    push_opt(&mut a, "jsonrpc.request.id", op.request_id.as_deref());
+    push_opt(&mut a, "mcp.session.id", op.session_id.as_deref());
+    push_opt(&mut a, "mcp.protocol.version", op.protocol_version);
+    a.push(("network.transport", Value::from(op.transport.as_str())));
+    push_opt(
+        &mut a,
+        "network.protocol.name",
+        op.transport.protocol_name(),
+    );
+    if let Some(e) = outcome.error_type() {
+        a.push(("error.type", Value::from(e)));
+    }
+    if let Outcome::RpcError(code) = outcome {
+        a.push(("rpc.response.status_code", Value::from(code.to_string())));
+    }
+    a
 }
 
 impl Drop for Observation {

@@ -34,6 +34,7 @@ mod logs;
 mod metrics;
 mod mrtr;
 mod oauth_grants;
+mod otlp;
 mod peer;
 mod screenshot;
 mod search_files;

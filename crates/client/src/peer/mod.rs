@@ -235,6 +235,11 @@ impl Peer {
         self.inner().state.read().version
     }
 
+    /// The session the server gave (`MCP-Session-Id` of a legacy HTTP server), if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.inner().state.read().session_id.clone()
+    }
+
     /// Who the server says it is (unverified).
     pub fn server_info(&self) -> Option<Implementation> {
         self.inner().state.read().server_info.clone()

@@ -58,6 +58,7 @@ async fn call(
         timeout,
         cancel: &s.cancel,
         trace: None,
+        observed: None,
     };
     action.run(args.as_object().unwrap(), &ctx).await
 }

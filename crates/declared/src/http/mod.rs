@@ -77,7 +77,9 @@ pub struct HttpAction {
     redirects: RedirectRules,
     max_response: u64,
     args: BTreeSet<String>,
-    client: Client<PolicedConnector, Full<Bytes>>,
+    /// Boxed: hyper-util's pooled client is large (larger still with HTTP/2 built in, which
+    /// the OTLP gRPC exporter's tonic brings).
+    client: Box<Client<PolicedConnector, Full<Bytes>>>,
 }
 
 /// A request, filled in for one call.
@@ -154,7 +156,7 @@ impl HttpAction {
             redirects,
             max_response: spec.max_response.map_or(DEFAULT_MAX_RESPONSE, |b| b.0),
             args,
-            client,
+            client: Box::new(client),
         })
     }
 
@@ -190,17 +192,38 @@ impl HttpAction {
         env: Env<'_>,
     ) -> Result<Output, RunError> {
         let mut prepared = self.prepare(args, env)?;
-        if let Some((parent, state)) = &ctx.trace {
-            prepared.add_trace(parent, state.as_deref());
+        // The request's CLIENT span, when spans are exported: its id is the traceparent.
+        let span = ctx.observed.as_ref().and_then(|(t, parent)| {
+            Some((
+                t,
+                t.http_request(span_request(&self.method, &prepared.url, parent)?)?,
+            ))
+        });
+        match (&span, &ctx.trace) {
+            (Some((_, s)), _) => {
+                let c = s.context();
+                prepared.add_trace(&c.traceparent(), c.state.as_deref());
+            }
+            (None, Some((parent, state))) => prepared.add_trace(parent, state.as_deref()),
+            (None, None) => {}
         }
         tracing::debug!(target: "toolwright::declared", method = %self.method, origin = %self.url.origin, "HTTP request");
-        tokio::select! {
+        let out = tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => Err(RunError::Cancelled),
             r = tokio::time::timeout(ctx.timeout, self.exchange(prepared)) => {
                 r.unwrap_or(Err(RunError::Timeout(ctx.timeout)))
             }
+        };
+        if let Some((t, s)) = span {
+            let (status, error) = match &out {
+                Ok(o) => (o.meta.get("status").and_then(Value::as_u64), None),
+                Err(RunError::Status { status, .. }) => (Some(u64::from(*status)), None),
+                Err(e) => (None, Some(error_type(e))),
+            };
+            s.finish(t, status.and_then(|n| u16::try_from(n).ok()), error);
         }
+        out
     }
 
     /// Fills the URL, headers and body in.
@@ -331,6 +354,40 @@ impl HttpAction {
             meta.insert("status".into(), Value::from(status));
             return Ok(Output { bytes, meta });
         }
+    }
+}
+
+/// What an HTTP client span records of a request to `url`: `url.full` without its query,
+/// fragment or credentials (a query may carry a secret), and the server's address and port.
+fn span_request(
+    method: &Method,
+    url: &str,
+    parent: &toolwright_server::telemetry::SpanContext,
+) -> Option<toolwright_server::telemetry::HttpRequest> {
+    let mut u = url::Url::parse(url).ok()?;
+    u.set_query(None);
+    u.set_fragment(None);
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    Some(toolwright_server::telemetry::HttpRequest {
+        method: method.as_str().to_owned(),
+        peer: toolwright_server::telemetry::Peer {
+            address: u.host_str()?.to_owned(),
+            port: u.port_or_known_default(),
+        },
+        url: u.into(),
+        parent: Some(parent.clone()),
+    })
+}
+
+/// The HTTP conventions' `error.type` of a request that got no response.
+fn error_type(e: &RunError) -> &'static str {
+    match e {
+        RunError::Timeout(_) => "timeout",
+        RunError::Cancelled => "cancelled",
+        RunError::TooLarge { .. } => "response_too_large",
+        RunError::Refused(_) => "refused",
+        _ => "_OTHER",
     }
 }
 

@@ -175,6 +175,7 @@ async fn call_within(
         timeout,
         cancel,
         trace: None,
+        observed: None,
     };
     a.run_with_env(args.as_object().unwrap(), &ctx, &env).await
 }

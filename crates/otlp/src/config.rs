@@ -1,0 +1,205 @@
+//! The standard `OTEL_*` environment variables, read once at start-up; a bad value is an
+//! error that names the variable.
+
+use crate::Error;
+use opentelemetry_sdk::trace::Sampler;
+use std::time::Duration;
+
+/// How spans travel to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `http/protobuf`: POST `/v1/traces`, a protobuf body.
+    HttpProtobuf,
+    /// `grpc`: the collector's `TraceService/Export`.
+    Grpc,
+}
+
+/// What the environment asks for, when it asks for export at all.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else
+    /// `http/protobuf`.
+    pub protocol: Protocol,
+    /// `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds),
+    /// else 10 s: how long one export may take.
+    pub timeout: Duration,
+    /// `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`; `parentbased_always_on` by default.
+    pub sampler: Sampler,
+    /// `OTEL_BSP_SCHEDULE_DELAY` (milliseconds, default 5000): the longest a span waits.
+    pub delay: Duration,
+    /// `OTEL_BSP_MAX_QUEUE_SIZE` (default 2048): spans beyond it are dropped.
+    pub queue: usize,
+    /// `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (default 512).
+    pub batch: usize,
+}
+
+fn bad(var: &'static str, value: &str, why: impl Into<String>) -> Error {
+    Error::Setting {
+        var,
+        value: value.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// Reads the environment through `env` (a variable set to the empty string counts as unset).
+///
+/// # Errors
+///
+/// [`Error::Setting`] for a value that is not understood.
+pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Config>, Error> {
+    let get = |v: &str| {
+        env(v)
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(v) = get("OTEL_SDK_DISABLED") {
+        match v.to_ascii_lowercase().as_str() {
+            "true" => return Ok(None),
+            "false" => {}
+            _ => return Err(bad("OTEL_SDK_DISABLED", &v, "expected true or false")),
+        }
+    }
+    let exporter = get("OTEL_TRACES_EXPORTER");
+    match exporter.as_deref() {
+        Some("none") => return Ok(None),
+        Some("otlp") | None => {}
+        Some(other) => {
+            return Err(bad(
+                "OTEL_TRACES_EXPORTER",
+                other,
+                "toolwright exports traces with otlp only (or none)",
+            ));
+        }
+    }
+    let endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or(get("OTEL_EXPORTER_OTLP_ENDPOINT"));
+    if exporter.is_none() && endpoint.is_none() {
+        return Ok(None);
+    }
+    if let Some(e) = &endpoint
+        && !(e.starts_with("http://") || e.starts_with("https://"))
+    {
+        let var = if get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some() {
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+        } else {
+            "OTEL_EXPORTER_OTLP_ENDPOINT"
+        };
+        return Err(bad(var, e, "expected an http:// or https:// URL"));
+    }
+    let protocol = match [
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ]
+    .into_iter()
+    .find_map(|v| get(v).map(|value| (v, value)))
+    {
+        None => Protocol::HttpProtobuf,
+        Some((_, p)) if p == "http/protobuf" => Protocol::HttpProtobuf,
+        Some((_, p)) if p == "grpc" => Protocol::Grpc,
+        Some((var, p)) if p == "http/json" => {
+            return Err(bad(
+                var,
+                &p,
+                "http/json is not built into toolwright; use http/protobuf or grpc",
+            ));
+        }
+        Some((var, p)) => return Err(bad(var, &p, "expected http/protobuf or grpc")),
+    };
+    let timeout = match [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .into_iter()
+    .find_map(|v| get(v).map(|value| (v, value)))
+    {
+        None => Duration::from_secs(10),
+        Some((var, t)) => Duration::from_millis(number(var, &t)?),
+    };
+    for var in [
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    ] {
+        if let Some(h) = get(var) {
+            check_headers(var, &h)?;
+        }
+    }
+    Ok(Some(Config {
+        protocol,
+        timeout,
+        sampler: sampler(get("OTEL_TRACES_SAMPLER"), get("OTEL_TRACES_SAMPLER_ARG"))?,
+        delay: Duration::from_millis(match get("OTEL_BSP_SCHEDULE_DELAY") {
+            Some(d) => number("OTEL_BSP_SCHEDULE_DELAY", &d)?,
+            None => 5000,
+        }),
+        queue: size(
+            "OTEL_BSP_MAX_QUEUE_SIZE",
+            get("OTEL_BSP_MAX_QUEUE_SIZE"),
+            2048,
+        )?,
+        batch: size(
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+            get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+            512,
+        )?,
+    }))
+}
+
+fn number(var: &'static str, value: &str) -> Result<u64, Error> {
+    value
+        .parse()
+        .map_err(|_| bad(var, value, "expected a whole number of milliseconds"))
+}
+
+fn size(var: &'static str, value: Option<String>, default: usize) -> Result<usize, Error> {
+    match value {
+        None => Ok(default),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(bad(var, &v, "expected a positive whole number")),
+        },
+    }
+}
+
+/// `key=value` pairs separated by commas, as the OTLP exporter specification gives them.
+fn check_headers(var: &'static str, value: &str) -> Result<(), Error> {
+    for pair in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some((k, _)) if !k.trim().is_empty() => {}
+            _ => {
+                return Err(bad(var, value, format!("{pair:?} is not a key=value pair")));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn sampler(name: Option<String>, arg: Option<String>) -> Result<Sampler, Error> {
+    let ratio = || -> Result<f64, Error> {
+        match &arg {
+            None => Ok(1.0),
+            Some(a) => match a.parse::<f64>() {
+                Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+                _ => Err(bad(
+                    "OTEL_TRACES_SAMPLER_ARG",
+                    a,
+                    "expected a ratio from 0 to 1",
+                )),
+            },
+        }
+    };
+    let parent = |root: Sampler| Sampler::ParentBased(Box::new(root));
+    Ok(match name.as_deref() {
+        None | Some("parentbased_always_on") => parent(Sampler::AlwaysOn),
+        Some("always_on") => Sampler::AlwaysOn,
+        Some("always_off") => Sampler::AlwaysOff,
+        Some("traceidratio") => Sampler::TraceIdRatioBased(ratio()?),
+        Some("parentbased_always_off") => parent(Sampler::AlwaysOff),
+        Some("parentbased_traceidratio") => parent(Sampler::TraceIdRatioBased(ratio()?)),
+        Some(other) => {
+            return Err(bad(
+                "OTEL_TRACES_SAMPLER",
+                other,
+                "expected always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio",
+            ));
+        }
+    })
+}
