@@ -2,7 +2,7 @@
 
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
@@ -66,9 +66,20 @@ fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Kills and reaps a server (nothing is measured after this, so no grace period).
+/// Ends and reaps a server: SIGTERM, then SIGKILL if it has not exited within a grace
+/// period. Nothing is measured after this; the grace lets a server finish what it does at
+/// exit (a telemetry exporter sends its last batch).
 pub fn reap(child: &mut Child) {
+    const GRACE: Duration = Duration::from_secs(3);
     let pid = child.id();
+    let term = rustix::process::Pid::from_raw(pid as i32)
+        .map(|p| rustix::process::kill_process(p, rustix::process::Signal::TERM).is_ok());
+    if term == Some(true) {
+        let until = Instant::now() + GRACE;
+        while matches!(child.try_wait(), Ok(None)) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
     let _ = child.kill();
     let _ = child.wait();
     live().retain(|&p| p != pid);
