@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Builds the `toolwright` binary the way it ships (profile `dist`), and prints its path.
 #
-#   scripts/build-release.sh            # build; the last line of stdout is the binary's path
-#   scripts/build-release.sh --path     # print the path only (no build)
+#   scripts/build-release.sh                 # build; the last line of stdout is the binary's path
+#   scripts/build-release.sh --path          # print the path only (no build)
+#   scripts/build-release.sh --symbols-path  # the same binary before stripping (no build)
+#
+# The shipped binary is cargo's `dist` output with its symbol table stripped (objcopy
+# --strip-all, in <dir>/shipped/toolwright): the same code at the same addresses, about 3 MB
+# smaller. The profile itself keeps the symbols (strip = "debuginfo") because
+# scripts/hot-functions.py profiles the link layout by function name, and a profile that
+# strips would give every function another mangled name (the profile's settings enter the
+# symbol hashes), so the names profiled would not be the shipped binary's.
 #
 # On x86_64 Linux with glibc the binary is linked static-pie (`-C target-feature=+crt-static`):
 # no shared libraries for the loader to find, map and relocate before main, which takes
@@ -25,7 +33,14 @@ else
   bin="$target_dir/dist/toolwright"
 fi
 
-if [ "${1:-}" != --path ]; then
-  (cd "$root" && cargo "${args[@]}") >&2
-fi
-echo "$bin"
+shipped="$(dirname "$bin")/shipped/toolwright"
+
+case "${1:-}" in
+  --path) echo "$shipped"; exit 0 ;;
+  --symbols-path) echo "$bin"; exit 0 ;;
+esac
+(cd "$root" && cargo "${args[@]}") >&2
+mkdir -p "$(dirname "$shipped")"
+objcopy --strip-all "$bin" "$shipped.tmp"
+mv "$shipped.tmp" "$shipped"
+echo "$shipped"

@@ -30,9 +30,10 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/server"
 cp "$binary" "$stage/server/toolwright"
-# The shipped binary has no debug info; a debug build's (hundreds of MB) is dropped here, so
-# the test's bundle zips in seconds. The symbol table stays.
-if command -v strip > /dev/null; then strip --strip-debug "$stage/server/toolwright"; fi
+# The shipped binary has neither debug info nor a symbol table (scripts/build-release.sh);
+# a debug build's debug info (hundreds of MB) is dropped here too, so the test's bundle
+# zips in seconds.
+if command -v strip > /dev/null; then strip --strip-all "$stage/server/toolwright"; fi
 chmod 755 "$stage/server/toolwright"
 "$binary" tools --json > "$stage/tools.json"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)"

@@ -5,7 +5,8 @@
     scripts/hot-functions.py --check PATH [--build LABEL] [--min FRACTION]
 
 By default it profiles both release builds that exist: the shipped one
-(scripts/build-release.sh, static-pie on x86_64 glibc Linux; section `shipped`) and a plain
+(scripts/build-release.sh --symbols-path: the shipped link before its symbol table is
+stripped; static-pie on x86_64 glibc Linux; section `shipped`) and a plain
 `cargo build --profile dist` (section `plain`). Their mangled names differ (the build flags
 enter the symbol hashes), so the file has one section of names per build, the shipped
 build's first. A section whose binary is not profiled is kept as it is.
@@ -251,7 +252,8 @@ def profile(binary):
 
 
 def shipped_binary():
-    return subprocess.run([os.path.join(ROOT, "scripts/build-release.sh"), "--path"],
+    """The shipped build before its symbol table is stripped (same code, same addresses)."""
+    return subprocess.run([os.path.join(ROOT, "scripts/build-release.sh"), "--symbols-path"],
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -325,6 +327,10 @@ def check(binary, path, build, minimum):
         print(f"hot-functions: {os.path.relpath(path, ROOT)} lists no names")
         return 1
     syms = text_symbols(binary)
+    if not syms:
+        print(f"hot-functions: {os.path.relpath(binary, ROOT)} has no symbol table (stripped?): "
+              "check the build before stripping (scripts/build-release.sh --symbols-path)")
+        return 1
     scored = []
     for label, _, names in sections:
         present = [n for n in names if n in syms]

@@ -6,7 +6,8 @@
 //! over all of it. `layout/hot-functions.txt` (written by `scripts/hot-functions.py` from
 //! callgrind runs of `toolwright serve`) lists those functions, and the linker puts them
 //! first, side by side. Relative relocations are packed (DT_RELR) so that the loader reads
-//! kilobytes instead of 400 KB of relocation records.
+//! kilobytes instead of 400 KB of relocation records. Optimized builds also fold identical
+//! functions (`--icf=all`).
 //!
 //! Only for release builds on x86_64 Linux, where rustc links with its bundled LLD. Set
 //! `TOOLWRIGHT_PLAIN_LINK=1` to link without it (another linker, or to measure the effect).
@@ -28,6 +29,14 @@ fn main() {
         return;
     }
     println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    // The optimized builds (`dist`) fold functions whose machine code is identical
+    // (monomorphized copies of generic code that compile to the same bytes): 114 KB of the
+    // shipped binary at opt-level "z". Rust gives no guarantee that two functions have
+    // distinct addresses, so folding them changes no behaviour. The quick `release` build
+    // (opt-level 0) skips it: it would only lengthen that link.
+    if env::var("OPT_LEVEL").is_ok_and(|level| level != "0") {
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    }
     println!(
         "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
         order.display()
