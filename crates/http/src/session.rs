@@ -74,6 +74,18 @@ impl Drop for Busy {
     }
 }
 
+/// Keeps POST stream `n` (`cell`) among at most `keep` POST streams: finished, fully read
+/// streams go first, then the oldest.
+fn keep_stream(s: &mut Streams, cell: &Arc<Cell>, n: u32, keep: usize) {
+    s.open.retain(|(_, c)| !c.is_drained());
+    while s.open.len() >= keep.max(1) {
+        s.open.pop_front();
+    }
+    cell.set_stream(n);
+    cell.set_retain(true);
+    s.open.push_back((n, cell.clone()));
+}
+
 impl HttpSession {
     /// A new session whose unsolicited messages go to its GET stream.
     pub(crate) fn new(
@@ -148,27 +160,14 @@ impl HttpSession {
         let mut s = self.streams();
         let n = s.next;
         s.next = s.next.wrapping_add(1).max(1);
-        s.open.retain(|(_, c)| !c.is_drained());
-        while s.open.len() >= keep.max(1) {
-            s.open.pop_front();
-        }
-        cell.set_stream(n);
-        cell.set_retain(true);
-        s.open.push_back((n, cell.clone()));
+        keep_stream(&mut s, cell, n, keep);
         n
     }
 
     /// Keeps a POST stream numbered by the shared store, as [`HttpSession::register_stream`]
     /// does.
     pub(crate) fn register_numbered(&self, cell: &Arc<Cell>, n: u32, keep: usize) {
-        let mut s = self.streams();
-        s.open.retain(|(_, c)| !c.is_drained());
-        while s.open.len() >= keep.max(1) {
-            s.open.pop_front();
-        }
-        cell.set_stream(n);
-        cell.set_retain(true);
-        s.open.push_back((n, cell.clone()));
+        keep_stream(&mut self.streams(), cell, n, keep);
     }
 
     /// The stream with this number, if it is still kept.

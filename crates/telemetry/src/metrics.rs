@@ -6,9 +6,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
+use std::borrow::Cow;
 
 /// Attribute name and value pairs, in a fixed order; absent attributes are left out.
-type Labels = Vec<(&'static str, String)>;
+/// A label set: the names are the convention's, most values are static strings (borrowed,
+/// so that a call's labels allocate only the tool name and the error's).
+type Labels = Vec<(&'static str, Cow<'static, str>)>;
 
 fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
@@ -88,20 +91,22 @@ impl Metrics {
 
     pub(crate) fn operation_of(&self, side: Side, op: &Operation, outcome: Outcome, seconds: f64) {
         let mut labels: Labels = Vec::with_capacity(8);
-        labels.push(("mcp_method_name", op.method.to_owned()));
+        labels.push(("mcp_method_name", Cow::Borrowed(op.method)));
         match &op.target {
             Some(Target::Tool(name)) => {
-                labels.push(("gen_ai_tool_name", name.clone()));
-                labels.push(("gen_ai_operation_name", "execute_tool".into()));
+                labels.push(("gen_ai_tool_name", Cow::Owned(name.clone())));
+                labels.push(("gen_ai_operation_name", Cow::Borrowed("execute_tool")));
             }
-            Some(Target::Prompt(name)) => labels.push(("gen_ai_prompt_name", name.clone())),
+            Some(Target::Prompt(name)) => {
+                labels.push(("gen_ai_prompt_name", Cow::Owned(name.clone())))
+            }
             None => {}
         }
         if let Some(e) = outcome.error_type() {
-            labels.push(("error_type", e));
+            labels.push(("error_type", Cow::Owned(e)));
         }
         if let Outcome::RpcError(code) = outcome {
-            labels.push(("rpc_response_status_code", code.to_string()));
+            labels.push(("rpc_response_status_code", Cow::Owned(code.to_string())));
         }
         transport_labels(&mut labels, op.protocol_version, op.transport);
         let family = match side {
@@ -141,10 +146,10 @@ impl Metrics {
 
 fn transport_labels(labels: &mut Labels, version: Option<&'static str>, transport: Transport) {
     if let Some(v) = version {
-        labels.push(("mcp_protocol_version", v.to_owned()));
+        labels.push(("mcp_protocol_version", Cow::Borrowed(v)));
     }
-    labels.push(("network_transport", transport.as_str().to_owned()));
+    labels.push(("network_transport", Cow::Borrowed(transport.as_str())));
     if let Some(p) = transport.protocol_name() {
-        labels.push(("network_protocol_name", p.to_owned()));
+        labels.push(("network_protocol_name", Cow::Borrowed(p)));
     }
 }
