@@ -165,20 +165,16 @@ pub fn baseline(text: &str, f: &Figure) -> Option<f64> {
 }
 
 /// The smallest and largest per-run median of `label`'s figure.
-fn spread(c: &Collected, label: &str, key: &str) -> Option<(f64, f64)> {
+fn spread(c: &Collected, label: &str, key: &'static str) -> Option<(f64, f64)> {
     let per_run: Vec<f64> = (1..=c.runs as u64)
         .filter_map(|run| {
-            let v = c.by_run.get(&(label.to_owned(), key_of(key)?, run))?;
+            let v = c.by_run.get(&(label.to_owned(), key, run))?;
             crate::stats::median(v)
         })
         .collect();
     let lo = per_run.iter().copied().reduce(f64::min)?;
     let hi = per_run.iter().copied().reduce(f64::max)?;
     Some((lo, hi))
-}
-
-fn key_of(key: &str) -> Option<&'static str> {
-    FIGURES.iter().map(|f| f.key).find(|k| *k == key)
 }
 
 /// Writes the section.
