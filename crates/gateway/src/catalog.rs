@@ -35,7 +35,7 @@ async fn forward<T: serde::de::DeserializeOwned>(
         ("prompts/get", Some(name)) => Some(Target::Prompt(name.to_owned())),
         _ => None,
     };
-    let observation = crate::observe::start(ctx, &peer, method, target);
+    let observation = crate::observe::start(ctx, upstream, &peer, method, target);
     let mut params = params;
     crate::observe::propagate(&mut params, observation.as_ref(), ctx);
     let mut call = Call::new(method, params);

@@ -4,6 +4,7 @@
 //! its parent, in `params._meta` (W3C Trace Context, unprefixed, as the MCP conventions
 //! carry it). Nothing here runs when the request is not observed.
 
+use crate::upstream::Upstream;
 use serde_json::{Value, json};
 use toolwright_client::{ClientError, Peer, Target as PeerTarget};
 use toolwright_server::ToolContext;
@@ -12,29 +13,52 @@ use toolwright_server::telemetry::{
     method_name,
 };
 
-/// Starts observing `method` (about `target`) sent to `peer` for the request of `ctx`.
+/// How telemetry names an upstream: `network.transport`, and for an HTTP one its
+/// `server.address` and `server.port`.
+#[derive(Debug, Clone)]
+pub(crate) struct SeenAs {
+    pub(crate) transport: Transport,
+    address: Option<Address>,
+}
+
+impl SeenAs {
+    /// Read from the upstream's target (its URL parsed here, once per upstream).
+    pub(crate) fn of(target: &PeerTarget) -> SeenAs {
+        match target {
+            PeerTarget::Stdio { .. } => SeenAs {
+                transport: Transport::Pipe,
+                address: None,
+            },
+            PeerTarget::Http { url } => SeenAs {
+                transport: Transport::Tcp,
+                address: address_of(url),
+            },
+        }
+    }
+}
+
+/// Starts observing `method` (about `target`) sent to `peer`, the connection of `upstream`,
+/// for the request of `ctx`.
 pub(crate) fn start(
     ctx: &ToolContext,
+    upstream: &Upstream,
     peer: &Peer,
     method: &str,
     target: Option<Target>,
 ) -> Option<ClientObservation> {
     let telemetry = ctx.telemetry()?;
-    let (transport, address) = match peer.target() {
-        PeerTarget::Stdio { .. } => (Transport::Pipe, None),
-        PeerTarget::Http { url } => (Transport::Tcp, address_of(url)),
-    };
+    let seen = upstream.seen_as();
     let operation = Operation {
         method: method_name(method),
         target,
         request_id: None,
         session_id: peer.session_id().map(Into::into),
         protocol_version: Some(peer.protocol_version().as_str()),
-        transport,
+        transport: seen.transport,
         parent: ctx.trace_context().cloned(),
         arguments: None,
     };
-    Some(telemetry.client(operation, address))
+    Some(telemetry.client(operation, seen.address.clone()))
 }
 
 fn address_of(url: &str) -> Option<Address> {

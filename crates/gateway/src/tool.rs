@@ -216,6 +216,7 @@ impl UpstreamTool {
             // parent, when telemetry observes the call.
             let observation = crate::observe::start(
                 ctx,
+                &self.upstream,
                 &peer,
                 "tools/call",
                 Some(Target::Tool(self.upstream_name.clone())),

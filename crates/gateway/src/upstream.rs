@@ -87,6 +87,9 @@ pub struct Upstream {
     /// started before its tool was refused checks here once it has the connection.
     refused: Mutex<BTreeMap<String, String>>,
     telemetry: Option<Arc<Telemetry>>,
+    /// How telemetry names this upstream (`network.transport`, `server.address` and
+    /// `server.port`), worked out once from its target.
+    seen_as: crate::observe::SeenAs,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -258,6 +261,7 @@ impl Upstream {
         })?;
         Ok(Arc::new(Upstream {
             name: server.name.clone(),
+            seen_as: crate::observe::SeenAs::of(&target),
             target,
             options,
             server: server.clone(),
@@ -304,6 +308,11 @@ impl Upstream {
     /// The namespace of its tools and prompts.
     pub fn prefix(&self) -> &str {
         &self.server.prefix
+    }
+
+    /// How telemetry names this upstream.
+    pub(crate) fn seen_as(&self) -> &crate::observe::SeenAs {
+        &self.seen_as
     }
 
     /// The live connection, if there is one.
@@ -365,11 +374,8 @@ impl Upstream {
                     s.peer = Some(peer.clone());
                     s.not_before = None;
                     s.session = self.telemetry.as_ref().map(|t| {
-                        let transport = match &self.target {
-                            Target::Stdio { .. } => toolwright_server::telemetry::Transport::Pipe,
-                            Target::Http { .. } => toolwright_server::telemetry::Transport::Tcp,
-                        };
-                        t.upstream_session(Some(peer.protocol_version().as_str()), transport)
+                        let version = Some(peer.protocol_version().as_str());
+                        t.upstream_session(version, self.seen_as.transport)
                     });
                 }
                 tracing::info!(server = %self.name, era = peer.era().as_str(), "upstream connected");
