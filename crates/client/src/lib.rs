@@ -21,7 +21,8 @@
 //! Layout:
 //! - `client.rs`: [`Client`], [`Target`], [`ConnectOptions`], era detection;
 //! - `envelope.rs`: JSON-RPC lines written and read with toolwright-jsonrpc;
-//! - `peer/`: [`Peer`], one concurrent connection in either era (what the gateway uses);
+//! - `peer/`: [`Peer`], one concurrent connection in either era (what the gateway uses),
+//!   and [`Observer`], what watches every message it sends (telemetry's hook);
 //! - `stdio.rs`: the child process transport; `http.rs` and `sse.rs`: Streamable HTTP
 //!   over hyper;
 //! - `connect.rs`: where every connection is opened, plain or TLS (rustls, ring), and
@@ -51,7 +52,10 @@ pub use client::{Client, ConnectOptions, Era, EraChoice, Target, ToolCall};
 pub use connect::TlsRoots;
 pub use elicit::ElicitAnswer;
 pub use error::{ClientError, TlsFailure, TrustConfigError};
-pub use peer::{BoxFuture, Call, NoHandler, Peer, PeerHandler, PeerOptions, ProgressFn};
+pub use peer::{
+    BoxFuture, Call, NoHandler, Observer, Outcome, Outgoing, Peer, PeerHandler, PeerOptions,
+    ProgressFn, Watch,
+};
 pub use tokio_util::sync::CancellationToken;
 pub use trust::TrustConfig;
 pub use validate::{OutputProblem, check_output};

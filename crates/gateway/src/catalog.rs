@@ -14,7 +14,6 @@ use std::sync::Arc;
 use toolwright_client::Call;
 use toolwright_protocol::ResourceContents;
 use toolwright_protocol::resources::{GetPromptResult, Prompt, Resource, ResourceTemplate};
-use toolwright_server::telemetry::Target;
 use toolwright_server::{
     BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, ToolContext, ToolError,
 };
@@ -31,17 +30,12 @@ async fn forward<T: serde::de::DeserializeOwned>(
         .peer()
         .await
         .map_err(|e| ToolError::Failed(e.to_string()))?;
-    let target = match (method, params.get("name").and_then(Value::as_str)) {
-        ("prompts/get", Some(name)) => Some(Target::Prompt(name.to_owned())),
-        _ => None,
-    };
-    let observation = crate::observe::start(ctx, upstream, &peer, method, target);
     let mut params = params;
-    crate::observe::propagate(&mut params, observation.as_ref(), ctx);
+    crate::observe::propagate(&mut params, ctx);
     let mut call = Call::new(method, params);
     call.cancel = Some(ctx.cancellation().child_token());
+    call.observer = crate::observe::Watcher::call(ctx, upstream);
     let outcome = peer.request(call).await;
-    crate::observe::finish(observation, &peer, &outcome);
     let result = outcome.map_err(|e| {
         ToolError::Failed(format!(
             "upstream {}: {method} failed: {e}",

@@ -1,16 +1,17 @@
-//! The gateway's calls upstream as telemetry sees them: each request it forwards for a
-//! client is a CLIENT span under the client's request (when spans are exported) and one
-//! observation of `mcp.client.operation.duration`; the upstream gets the CLIENT span as
-//! its parent, in `params._meta` (W3C Trace Context, unprefixed, as the MCP conventions
-//! carry it). Nothing here runs when the request is not observed.
+//! The gateway's traffic upstream as telemetry sees it: every request and notification it
+//! sends (those it forwards for a client, under the client's request, and its own) is a
+//! CLIENT span when spans are exported and one observation of
+//! `mcp.client.operation.duration`; the upstream gets the CLIENT span as its parent, in
+//! `params._meta` (W3C Trace Context, unprefixed, as the MCP conventions carry it).
 
 use crate::upstream::Upstream;
 use serde_json::{Value, json};
-use toolwright_client::{ClientError, Peer, Target as PeerTarget};
+use std::sync::Arc;
+use toolwright_client::{ClientError, Observer, Outcome, Outgoing, Target as PeerTarget, Watch};
 use toolwright_server::ToolContext;
 use toolwright_server::telemetry::{
-    ClientObservation, Operation, Outcome, Peer as Address, SpanContext, Target, Transport,
-    method_name,
+    ClientObservation, Operation, Outcome as Ended, Peer as Address, SpanContext, Target,
+    Telemetry, Transport, method_name,
 };
 
 /// How telemetry names an upstream: `network.transport`, and for an HTTP one its
@@ -37,28 +38,97 @@ impl SeenAs {
     }
 }
 
-/// Starts observing `method` (about `target`) sent to `peer`, the connection of `upstream`,
-/// for the request of `ctx`.
-pub(crate) fn start(
-    ctx: &ToolContext,
-    upstream: &Upstream,
-    peer: &Peer,
-    method: &str,
-    target: Option<Target>,
-) -> Option<ClientObservation> {
-    let telemetry = ctx.telemetry()?;
-    let seen = upstream.seen_as();
-    let operation = Operation {
-        method: method_name(method),
-        target,
-        request_id: None,
-        session_id: peer.session_id().map(Into::into),
-        protocol_version: Some(peer.protocol_version().as_str()),
-        transport: seen.transport,
-        parent: ctx.trace_context().cloned(),
-        arguments: None,
-    };
-    Some(telemetry.client(operation, seen.address.clone()))
+/// What watches an upstream's traffic for telemetry: each request and notification the
+/// gateway sends it is a CLIENT span (when spans are exported) and one observation of
+/// `mcp.client.operation.duration`. The peer's own watcher has no parent (the era probe,
+/// the handshake, list refreshes, listen streams: the gateway's own work, each a trace of
+/// its own); a forwarded call's has the client's request as its parent.
+#[derive(Debug)]
+pub(crate) struct Watcher {
+    telemetry: Arc<Telemetry>,
+    seen: SeenAs,
+    parent: Option<SpanContext>,
+}
+
+impl Watcher {
+    /// The watcher of everything sent to an upstream seen as `seen`.
+    pub(crate) fn upstream(telemetry: Arc<Telemetry>, seen: SeenAs) -> Arc<dyn Observer> {
+        Arc::new(Watcher {
+            telemetry,
+            seen,
+            parent: None,
+        })
+    }
+
+    /// The watcher of a request forwarded to `upstream` for the request of `ctx`; `None`
+    /// when that request is not observed.
+    pub(crate) fn call(ctx: &ToolContext, upstream: &Upstream) -> Option<Arc<dyn Observer>> {
+        Some(Arc::new(Watcher {
+            telemetry: ctx.telemetry()?.clone(),
+            seen: upstream.seen_as().clone(),
+            parent: ctx.trace_context().cloned(),
+        }))
+    }
+}
+
+impl Observer for Watcher {
+    fn start(&self, message: &Outgoing<'_>) -> Option<Box<dyn Watch>> {
+        let name = || {
+            message
+                .params
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let target = match message.method {
+            "tools/call" => name().map(Target::Tool),
+            "prompts/get" => name().map(Target::Prompt),
+            _ => None,
+        };
+        let operation = Operation {
+            method: method_name(message.method),
+            target,
+            request_id: message.id.map(ToString::to_string),
+            session_id: message.session_id.map(Into::into),
+            protocol_version: Some(message.protocol_version.as_str()),
+            transport: self.seen.transport,
+            parent: self.parent.clone(),
+            arguments: None,
+        };
+        let observation = self.telemetry.client(operation, self.seen.address.clone());
+        Some(Box::new(Watched(observation)))
+    }
+}
+
+/// One message sent upstream, until its answer.
+struct Watched(ClientObservation);
+
+impl Watch for Watched {
+    fn meta(&self) -> Vec<(&'static str, String)> {
+        let Some(context) = self.0.context() else {
+            return Vec::new();
+        };
+        let mut meta = vec![("traceparent", context.traceparent())];
+        if let Some(state) = &context.state {
+            meta.push(("tracestate", state.clone()));
+        }
+        meta
+    }
+
+    fn finish(self: Box<Self>, outcome: Outcome<'_>, session_id: Option<&str>) {
+        let mut o = self.0;
+        o.set_session_id(session_id.map(Into::into));
+        o.finish(match outcome {
+            Ok(Some(v)) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
+                Ended::ToolError
+            }
+            Ok(_) => Ended::Ok,
+            Err(ClientError::Rpc { code, .. }) => Ended::RpcError(*code),
+            Err(ClientError::Cancelled { .. }) => Ended::Cancelled,
+            Err(ClientError::Timeout { .. }) => Ended::Failed("timeout"),
+            Err(_) => Ended::Failed("transport_error"),
+        });
+    }
 }
 
 fn address_of(url: &str) -> Option<Address> {
@@ -69,18 +139,10 @@ fn address_of(url: &str) -> Option<Address> {
     })
 }
 
-/// Puts the span the upstream's request belongs to in `params._meta`: the CLIENT span of
-/// `observation`, else the span of the client's request.
-pub(crate) fn propagate(
-    params: &mut Value,
-    observation: Option<&ClientObservation>,
-    ctx: &ToolContext,
-) {
-    let context: Option<&SpanContext> = match observation {
-        Some(o) => o.context(),
-        None => ctx.trace_context(),
-    };
-    let Some(t) = context else {
+/// Puts the span of the client's request in `params._meta`, for an upstream request that
+/// no [`Watcher`] observes (one that is replaces it with its CLIENT span).
+pub(crate) fn propagate(params: &mut Value, ctx: &ToolContext) {
+    let Some(t) = ctx.trace_context() else {
         return;
     };
     let Some(obj) = params.as_object_mut() else {
@@ -94,25 +156,4 @@ pub(crate) fn propagate(
             None => m.remove("tracestate"),
         };
     }
-}
-
-/// Finishes `observation` with what the upstream answered.
-pub(crate) fn finish(
-    observation: Option<ClientObservation>,
-    peer: &Peer,
-    outcome: &Result<Value, ClientError>,
-) {
-    let Some(mut o) = observation else {
-        return;
-    };
-    // A legacy HTTP upstream names its session in its answer to `initialize`, before this.
-    o.set_session_id(peer.session_id().map(Into::into));
-    o.finish(match outcome {
-        Ok(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => Outcome::ToolError,
-        Ok(_) => Outcome::Ok,
-        Err(ClientError::Rpc { code, .. }) => Outcome::RpcError(*code),
-        Err(ClientError::Cancelled { .. }) => Outcome::Cancelled,
-        Err(ClientError::Timeout { .. }) => Outcome::Failed("timeout"),
-        Err(_) => Outcome::Failed("transport_error"),
-    });
 }

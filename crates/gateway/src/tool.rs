@@ -26,7 +26,6 @@ use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, Progress
 use toolwright_jsonrpc::ErrorObject;
 use toolwright_protocol::{CallToolResult, LoggingLevel, ParamHeaders};
 use toolwright_schema::{Validator, format_violations};
-use toolwright_server::telemetry::Target;
 use toolwright_server::{
     ClientRequestError, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
@@ -211,17 +210,11 @@ impl UpstreamTool {
             _ => Vec::new(),
         };
         let mut params = json!({"name": self.upstream_name, "arguments": args});
+        let watcher = crate::observe::Watcher::call(ctx, &self.upstream);
         for _round in 0..MAX_ROUNDS {
             // Each request upstream is a CLIENT span under the call's span, and the upstream's
             // parent, when telemetry observes the call.
-            let observation = crate::observe::start(
-                ctx,
-                &self.upstream,
-                &peer,
-                "tools/call",
-                Some(Target::Tool(self.upstream_name.clone())),
-            );
-            crate::observe::propagate(&mut params, observation.as_ref(), ctx);
+            crate::observe::propagate(&mut params, ctx);
             let call = Call {
                 method: "tools/call".into(),
                 params: params.clone(),
@@ -231,9 +224,9 @@ impl UpstreamTool {
                 progress: progress.clone(),
                 cancel: Some(cancel.clone()),
                 on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
+                observer: watcher.clone(),
             };
             let outcome = peer.request(call).await;
-            crate::observe::finish(observation, &peer, &outcome);
             if asker.deferred.load(Ordering::Acquire) {
                 // A legacy upstream asked what this modern client answers on its retry.
                 return Err(ToolError::InputRequired);

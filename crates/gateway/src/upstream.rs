@@ -125,6 +125,7 @@ fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOption
         cwd: None,
         capabilities: relayed_capabilities(),
         listen: true,
+        observer: None,
     };
     options.connect.era = match server.spec.era {
         EraSpec::Auto => EraChoice::Auto,
@@ -255,13 +256,18 @@ impl Upstream {
         let mut info = Implementation::new("toolwright-gateway", env!("CARGO_PKG_VERSION"));
         info.title = Some("toolwright gateway".into());
         connect.client_info = info;
-        let (target, options) = reach(server, connect).map_err(|reason| GatewayError::Config {
-            server: server.name.clone(),
-            reason,
-        })?;
+        let (target, mut options) =
+            reach(server, connect).map_err(|reason| GatewayError::Config {
+                server: server.name.clone(),
+                reason,
+            })?;
+        let seen_as = crate::observe::SeenAs::of(&target);
+        options.observer = telemetry
+            .as_ref()
+            .map(|t| crate::observe::Watcher::upstream(t.clone(), seen_as.clone()));
         Ok(Arc::new(Upstream {
             name: server.name.clone(),
-            seen_as: crate::observe::SeenAs::of(&target),
+            seen_as,
             target,
             options,
             server: server.clone(),

@@ -12,8 +12,8 @@
 //! Prometheus scrapes), the dots of OpenTelemetry names turned into underscores and the unit
 //! appended (`mcp_server_operation_duration_seconds`).
 //!
-//! The calls made on a request's behalf are observed too: [`Telemetry::client`] for an MCP
-//! request sent upstream (`mcp.client.operation.duration`, and a CLIENT span),
+//! The calls this process makes are observed too: [`Telemetry::client`] for an MCP
+//! request or notification sent upstream (`mcp.client.operation.duration`, and a CLIENT span),
 //! [`Telemetry::upstream_session`] for `mcp.client.session.duration`, and
 //! [`Telemetry::http_request`] for a declared tool's HTTP request.
 //!

@@ -202,6 +202,17 @@ struct Chain {
 /// API on `port`), and the gateway's file naming that upstream, which exports with
 /// `protocol` as `service`; returns the gateway's file.
 fn gateway_config(rx: &Collector, dir: &Path, protocol: &str, service: &str, port: u16) -> PathBuf {
+    gateway_config_era(rx, dir, (protocol, service), port, "auto")
+}
+
+/// As [`gateway_config`], with the upstream spoken to in `era`.
+fn gateway_config_era(
+    rx: &Collector,
+    dir: &Path,
+    (protocol, service): (&str, &str),
+    port: u16,
+    era: &str,
+) -> PathBuf {
     let up = dir.join("up.yaml");
     std::fs::write(
         &up,
@@ -219,7 +230,7 @@ fn gateway_config(rx: &Collector, dir: &Path, protocol: &str, service: &str, por
     std::fs::write(
         &gw,
         format!(
-            "servers:\n  up:\n    command: [{}, serve, --no-watch, --config, {}]\n    env:\n{env_lines}",
+            "servers:\n  up:\n    era: {era}\n    command: [{}, serve, --no-watch, --config, {}]\n    env:\n{env_lines}",
             crate::util::bin().display(),
             up.display()
         ),
@@ -237,7 +248,9 @@ fn chain(rx: &mut Collector, protocol: &str, legacy: bool) -> Chain {
     let dir = tempfile::tempdir().unwrap();
     let up_service = format!("upstream-{protocol}-{legacy}");
     let gw_service = format!("gateway-{protocol}-{legacy}");
-    let gw = gateway_config(rx, dir.path(), protocol, &up_service, port);
+    // The legacy chain speaks legacy upstream too: its handshake is `initialize`.
+    let era = if legacy { "legacy" } else { "auto" };
+    let gw = gateway_config_era(rx, dir.path(), (protocol, &up_service), port, era);
     let env = rx.env(protocol, &gw_service);
     let args = ["--config", gw.to_str().unwrap(), "--no-watch"];
     let mut s = start_env(&args, dir.path(), &env);
@@ -284,6 +297,44 @@ fn chain(rx: &mut Collector, protocol: &str, legacy: bool) -> Chain {
         attr(&upstream, "mcp.protocol.version"),
         attr(&client, "mcp.protocol.version")
     );
+
+    // The request id is the one the upstream saw.
+    assert!(attr(&client, "jsonrpc.request.id").is_string(), "{client}");
+    assert_eq!(
+        attr(&client, "jsonrpc.request.id"),
+        attr(&upstream, "jsonrpc.request.id")
+    );
+
+    // The gateway's own requests upstream (its handshake, listing the tools) are CLIENT
+    // spans too, each the root of a trace of its own, with the upstream's SERVER span
+    // under it.
+    let own: &[&str] = if legacy {
+        &["initialize", "notifications/initialized", "tools/list"]
+    } else {
+        &["server/discover", "tools/list"]
+    };
+    for method in own {
+        let sent = rx.named(&gw_service, "SPAN_KIND_CLIENT", method);
+        assert_eq!(sent["parent_span_id"], "", "{sent}");
+        assert_ne!(sent["trace_id"], TRACE, "{sent}");
+        assert_eq!(attr(&sent, "mcp.method.name"), *method, "{sent}");
+        assert_eq!(attr(&sent, "network.transport"), "pipe", "{sent}");
+        let got = rx.span(&format!("the upstream's SERVER span of {method}"), |s| {
+            s["service"] == up_service.as_str() && s["parent_span_id"] == sent["span_id"]
+        });
+        assert_eq!(got["kind"], "SPAN_KIND_SERVER", "{got}");
+        assert_eq!(got["name"], *method, "{got}");
+        assert_eq!(got["trace_id"], sent["trace_id"], "{got}");
+        if *method == "notifications/initialized" {
+            assert_eq!(attr(&sent, "jsonrpc.request.id"), &Value::Null, "{sent}");
+        } else {
+            assert_eq!(
+                attr(&sent, "jsonrpc.request.id"),
+                attr(&got, "jsonrpc.request.id"),
+                "{sent}"
+            );
+        }
+    }
 
     assert_eq!(attr(&http, "http.request.method"), "GET");
     assert_eq!(

@@ -32,8 +32,11 @@
 
 mod connect;
 mod http;
+mod observe;
 mod route;
 mod stdio;
+
+pub use observe::{Observer, Outcome, Outgoing, Watch};
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -75,6 +78,9 @@ pub struct PeerOptions {
     /// `subscriptions/listen`) [default: true]. Without them, legacy stdio notifications
     /// still reach the handler.
     pub listen: bool,
+    /// What watches every request and notification this peer sends (unless a [`Call`]
+    /// names its own).
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 impl Default for PeerOptions {
@@ -86,6 +92,7 @@ impl Default for PeerOptions {
             cwd: None,
             capabilities: ClientCapabilities::default(),
             listen: true,
+            observer: None,
         }
     }
 }
@@ -152,6 +159,9 @@ pub struct Call {
     /// Server→client requests that belong to THIS call (see the module doc for how
     /// they are told apart).
     pub on_request: Option<Arc<dyn PeerHandler>>,
+    /// What watches this request instead of the peer's [`PeerOptions::observer`] (for
+    /// example one that knows the span the request is made for).
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 impl Call {
@@ -176,6 +186,7 @@ impl std::fmt::Debug for Call {
             .field("progress", &self.progress.is_some())
             .field("cancel", &self.cancel)
             .field("on_request", &self.on_request.is_some())
+            .field("observer", &self.observer)
             .finish()
     }
 }

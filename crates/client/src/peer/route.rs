@@ -17,7 +17,7 @@ use toolwright_protocol::{Implementation, ProtocolVersion, ServerCapabilities};
 
 use super::http::HttpLink;
 use super::stdio::StdioLink;
-use super::{Call, PeerHandler, PeerOptions, ProgressFn};
+use super::{Call, Observer, Outgoing, PeerHandler, PeerOptions, ProgressFn, Watch};
 use crate::{ClientError, Era, Target, envelope};
 
 /// A JSON-RPC outcome as it arrived: the raw `result`, or the `error` object.
@@ -257,6 +257,14 @@ impl Inner {
         if era == Era::Modern {
             meta.extend(self.modern_meta());
         }
+        let watch = self.watch(call.observer.as_ref(), &call.method, Some(&id), &params);
+        if let Some(w) = &watch {
+            meta.extend(
+                w.meta()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), Value::String(v))),
+            );
+        }
         let progress = call.progress.clone().map(|f| {
             let token = format!("toolwright-{id}");
             self.progress.lock().insert(token.clone(), f);
@@ -274,10 +282,27 @@ impl Inner {
             }
         }
         let line = envelope::request(&id, &call.method, &params);
+        let outcome = self.exchange(&call, (&id, era), &line, how, progress).await;
+        if let Some(w) = watch {
+            w.finish(outcome.as_ref().map(Some), self.session_id().as_deref());
+        }
+        outcome
+    }
+
+    /// Sends the request `line` (`id`, for `call`, in `era`) and waits for its answer as
+    /// `how` says.
+    async fn exchange(
+        self: &Arc<Self>,
+        call: &Call,
+        (id, era): (&RequestId, Era),
+        line: &[u8],
+        how: Send,
+        progress: Option<ProgressGuard<'_>>,
+    ) -> Result<Value, ClientError> {
         let answer = async {
             match &self.link {
-                Link::Stdio(s) => self.stdio_request(s, &id, &line, &call).await,
-                Link::Http(h) => self.http_request(h, &id, &line, &call).await,
+                Link::Stdio(s) => self.stdio_request(s, id, line, call).await,
+                Link::Http(h) => self.http_request(h, id, line, call).await,
             }
         };
         let timer = async {
@@ -296,7 +321,7 @@ impl Inner {
         // gateway call its own client cancelled) cancels upstream as an explicit cancel does.
         let mut on_drop = CancelOnDrop {
             inner: self,
-            id: &id,
+            id,
             method: &call.method,
             armed: how.cancel_upstream,
         };
@@ -305,7 +330,7 @@ impl Inner {
             () = timer => {
                 on_drop.armed = false;
                 if how.cancel_upstream {
-                    self.cancel_upstream(&id, &call.method, "timed out");
+                    self.cancel_upstream(id, &call.method, "timed out");
                 }
                 return Err(ClientError::Timeout {
                     method: call.method.clone(),
@@ -315,7 +340,7 @@ impl Inner {
             () = cancelled => {
                 on_drop.armed = false;
                 if how.cancel_upstream {
-                    self.cancel_upstream(&id, &call.method, "cancelled by the client");
+                    self.cancel_upstream(id, &call.method, "cancelled by the client");
                 }
                 return Err(ClientError::Cancelled { method: call.method.clone() });
             }
@@ -399,8 +424,25 @@ impl Inner {
         method: &str,
         params: Value,
     ) -> Result<(), ClientError> {
+        let mut params = params;
+        let watch = self.watch(None, method, None, &params);
+        if let (Some(w), Some(obj)) = (&watch, params.as_object_mut()) {
+            let members = w.meta();
+            if !members.is_empty() {
+                let meta = obj
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Some(m) = meta.as_object_mut() {
+                    m.extend(
+                        members
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), Value::String(v))),
+                    );
+                }
+            }
+        }
         let line = envelope::notification(method, &params);
-        match &self.link {
+        let sent = match &self.link {
             Link::Stdio(s) => {
                 if s.send(&line).await {
                     Ok(())
@@ -409,7 +451,36 @@ impl Inner {
                 }
             }
             Link::Http(h) => self.http_notify(h, method, &line).await,
+        };
+        if let Some(w) = watch {
+            w.finish(sent.as_ref().map(|()| None), self.session_id().as_deref());
         }
+        sent
+    }
+
+    /// The server's session, as known now.
+    fn session_id(&self) -> Option<String> {
+        self.state.read().session_id.clone()
+    }
+
+    /// Starts watching a message with `observer`, else the peer's observer.
+    fn watch(
+        &self,
+        observer: Option<&Arc<dyn Observer>>,
+        method: &str,
+        id: Option<&RequestId>,
+        params: &Value,
+    ) -> Option<Box<dyn Watch>> {
+        let observer = observer.or(self.options.observer.as_ref())?;
+        let state = self.state.read();
+        observer.start(&Outgoing {
+            method,
+            id,
+            params,
+            era: state.era,
+            protocol_version: state.version,
+            session_id: state.session_id.as_deref(),
+        })
     }
 
     /// Handles one message the server sent on its own.
