@@ -13,16 +13,31 @@
 # symbol hashes), so the names profiled would not be the shipped binary's.
 #
 # On x86_64 Linux with glibc the binary is linked static-pie (`-C target-feature=+crt-static`):
-# no shared libraries for the loader to find, map and relocate before main, which takes
-# about 0.45 ms off spawn-to-first-answer here (loadgen cold-start, 3 × 40 spawns: 2.23–2.39
-# → 1.69–1.86 ms median). It stays position-independent (ASLR). rustc applies crt-static to
-# proc macros too unless the target is named, so the build names it and lands in
-# target/<triple>/dist. Elsewhere, or with TOOLWRIGHT_DYNAMIC=1, it is a plain
-# `cargo build --profile dist` in target/dist (the `dist` profile: fat LTO, one codegen unit).
+# no shared libraries for the loader to find, map and relocate before main. It stays
+# position-independent (ASLR). rustc applies crt-static to proc macros too unless the target
+# is named, so the build names it and lands in target/<triple>/dist. Elsewhere, or with
+# TOOLWRIGHT_DYNAMIC=1, it is a plain `cargo build --profile dist` in target/dist (the `dist`
+# profile: fat LTO, one codegen unit), linked against the system's glibc.
+#
+# The two are a trade of size for start-up (2026-12-02, both with their own link layout):
+# static-pie ships 12,993,880 bytes and runs `toolwright serve` with empty stdin, spawn to
+# exit, in 1.23 ms (median of 200 pairs); dynamic ships 11,965,472 bytes, 1.03 MB less
+# (static glibc's share), and takes 1.65 ms: 0.42 ms more, which is what separates a cold
+# start ahead of rmcp's from one behind it (BENCHMARKS.md). The shipped build is static-pie.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 host="$(rustc -vV | sed -n 's/^host: //p')"
+
+# Panic and assertion messages name their source file, and a dependency's path would carry
+# the registry's directory (~/.cargo/registry/src/index.crates.io-<hash>/) into the binary,
+# over a thousand times: 65 KB of the shipped binary, and the builder's home directory.
+# Remapping keeps `<crate>-<version>/src/...` only.
+registry="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+for dir in "$registry"/*/; do
+  if [ -d "$dir" ]; then RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$dir="; fi
+done
+export RUSTFLAGS="${RUSTFLAGS:-}"
 
 args=(build --profile dist --locked -p toolwright)
 if [ "$host" = x86_64-unknown-linux-gnu ] && [ "${TOOLWRIGHT_DYNAMIC:-0}" = 0 ]; then
