@@ -20,10 +20,19 @@
 # profile: fat LTO, one codegen unit), linked against the system's glibc.
 #
 # The two are a trade of size for start-up (2026-12-02, both with their own link layout):
-# static-pie ships 12,993,880 bytes and runs `toolwright serve` with empty stdin, spawn to
-# exit, in 1.23 ms (median of 200 pairs); dynamic ships 11,965,472 bytes, 1.03 MB less
-# (static glibc's share), and takes 1.65 ms: 0.42 ms more, which is what separates a cold
+# static-pie then shipped 12,993,880 bytes and ran `toolwright serve` with empty stdin, spawn
+# to exit, in 1.23 ms (median of 200 pairs); dynamic shipped 11,965,472 bytes, 1.03 MB less
+# (static glibc's share), and took 1.65 ms: 0.42 ms more, which is what separates a cold
 # start ahead of rmcp's from one behind it (BENCHMARKS.md). The shipped build is static-pie.
+#
+# Every function keeps its frame pointer (`-C force-frame-pointers=yes`). With the frame
+# address in rbp, a function's unwind record says so once instead of restating the stack
+# offset at every push and pop, and unwinding stays on (a panicking tool fails only its own
+# call): .eh_frame goes from 1,499,012 to 1,082,432 bytes while .text is no larger. Shipped,
+# 2026-12-03: static-pie 12,993,880 -> 12,575,128 bytes, dynamic 11,965,472 -> 11,544,000.
+# Cold start and pipelined calls did not get slower (bench/README.md), and perf can walk
+# the stack without DWARF. rustc's own standard library is prebuilt without them; its
+# unwind records stay as they were.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
@@ -37,7 +46,7 @@ registry="${CARGO_HOME:-$HOME/.cargo}/registry/src"
 for dir in "$registry"/*/; do
   if [ -d "$dir" ]; then RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$dir="; fi
 done
-export RUSTFLAGS="${RUSTFLAGS:-}"
+export RUSTFLAGS="${RUSTFLAGS:-} -C force-frame-pointers=yes"
 
 args=(build --profile dist --locked -p toolwright)
 if [ "$host" = x86_64-unknown-linux-gnu ] && [ "${TOOLWRIGHT_DYNAMIC:-0}" = 0 ]; then
