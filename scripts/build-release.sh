@@ -32,7 +32,9 @@
 # 2026-12-03: static-pie 12,993,880 -> 12,575,128 bytes, dynamic 11,965,472 -> 11,544,000.
 # Cold start and pipelined calls did not get slower (bench/README.md), and perf can walk
 # the stack without DWARF. rustc's own standard library is prebuilt without them; its
-# unwind records stay as they were.
+# unwind records stay as they were. With OTLP over hyper's own clients, one YAML parser and
+# the rest of bench/README.md's list (2026-12-03): static-pie 11,922,808 bytes, dynamic
+# 10,880,192.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
@@ -43,6 +45,8 @@ host="$(rustc -vV | sed -n 's/^host: //p')"
 # over a thousand times: 65 KB of the shipped binary, and the builder's home directory.
 # Remapping keeps `<crate>-<version>/src/...` only.
 registry="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+# On a fresh machine the sources are not there yet: fetch them first, or nothing is remapped.
+cargo fetch --locked --manifest-path "$root/Cargo.toml" >&2
 for dir in "$registry"/*/; do
   if [ -d "$dir" ]; then RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$dir="; fi
 done

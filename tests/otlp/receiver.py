@@ -4,12 +4,14 @@ Serves OTLP/HTTP (POST /v1/traces, a protobuf ExportTraceServiceRequest) and OTL
 (opentelemetry.proto.collector.trace.v1.TraceService/Export) on loopback ports of its own,
 decodes with the official opentelemetry-proto classes, and writes each span as one JSON line
 to stdout: name, kind, trace_id, span_id, parent_span_id (hex), attributes, status, and the
-resource's service.name. The first line is {"http": PORT, "grpc": PORT}.
+resource's service.name, and the request's `x-tenant` header (or gRPC metadata) as
+"tenant". The first line is {"http": PORT, "grpc": PORT}.
 
-Usage: receiver.py
+Usage: receiver.py [--tls CERT_PEM KEY_PEM]   (with --tls both listen for TLS only)
 """
 
 import json
+import ssl
 import sys
 import threading
 from concurrent import futures
@@ -34,7 +36,7 @@ def value(v):
     return getattr(v, kind) if kind else None
 
 
-def write(request, protocol):
+def write(request, protocol, tenant):
     """One JSON line per span of an ExportTraceServiceRequest."""
     lines = []
     for rs in request.resource_spans:
@@ -43,6 +45,7 @@ def write(request, protocol):
             for span in ss.spans:
                 lines.append(json.dumps({
                     "protocol": protocol,
+                    "tenant": tenant,
                     "service": resource.get("service.name"),
                     "scope": ss.scope.name,
                     "name": span.name,
@@ -72,7 +75,7 @@ class Http(BaseHTTPRequestHandler):
             return
         request = trace_service_pb2.ExportTraceServiceRequest()
         request.ParseFromString(body)
-        write(request, "http/protobuf")
+        write(request, "http/protobuf", self.headers.get("x-tenant"))
         reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
@@ -86,15 +89,25 @@ class Http(BaseHTTPRequestHandler):
 
 class Traces(trace_service_pb2_grpc.TraceServiceServicer):
     def Export(self, request, context):
-        write(request, "grpc")
+        tenant = dict(context.invocation_metadata()).get("x-tenant")
+        write(request, "grpc", tenant)
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
 def main():
+    tls = sys.argv[2:4] if sys.argv[1:2] == ["--tls"] else None
     http = ThreadingHTTPServer(("127.0.0.1", 0), Http)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
-    grpc_port = server.add_insecure_port("127.0.0.1:0")
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls[0], tls[1])
+        http.socket = context.wrap_socket(http.socket, server_side=True)
+        with open(tls[0], "rb") as cert, open(tls[1], "rb") as key:
+            credentials = grpc.ssl_server_credentials([(key.read(), cert.read())])
+        grpc_port = server.add_secure_port("127.0.0.1:0", credentials)
+    else:
+        grpc_port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     with LOCK:
         print(json.dumps({"http": http.server_address[1], "grpc": grpc_port}), flush=True)

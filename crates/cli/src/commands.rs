@@ -32,29 +32,44 @@ fn init_logging() {
 /// Logging to stderr, as text or (`json`) one JSON object a line, each with the fields of
 /// the span it was written in (the trace and span ids of the request being handled).
 fn init_logging_as(json: bool) {
-    if json {
-        let builder = tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let default = if json {
+        tracing::Level::INFO
+    } else {
+        tracing::Level::WARN
+    };
+    let filter = log_filter(std::env::var("TOOLWRIGHT_LOG").ok().as_deref(), default);
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder
             .json()
             .with_current_span(true)
             .with_span_list(false)
-            .with_writer(std::io::stderr);
-        let _ = match std::env::var("TOOLWRIGHT_LOG") {
-            Ok(spec) => builder
-                .with_env_filter(tracing_subscriber::EnvFilter::new(spec))
-                .try_init(),
-            Err(_) => builder.with_max_level(tracing::Level::INFO).try_init(),
-        };
-        return;
-    }
-    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
-    // An EnvFilter compiles regular expressions (milliseconds at start-up), so it is built
-    // only when TOOLWRIGHT_LOG asks for directives; the default is a plain level.
-    let _ = match std::env::var("TOOLWRIGHT_LOG") {
-        Ok(spec) => builder
-            .with_env_filter(tracing_subscriber::EnvFilter::new(spec))
-            .try_init(),
-        Err(_) => builder.with_max_level(tracing::Level::WARN).try_init(),
+            .finish()
+            .with(filter)
+            .try_init()
+    } else {
+        builder.finish().with(filter).try_init()
     };
+}
+
+/// `TOOLWRIGHT_LOG` as `tracing-subscriber`'s target filter: a level (`debug`), targets
+/// with levels (`toolwright_server=debug,h2=info`), or both (`warn,toolwright_http=trace`).
+/// Without it, `default`. A spec that does not parse is said on stderr and `default` used.
+fn log_filter(spec: Option<&str>, default: tracing::Level) -> tracing_subscriber::filter::Targets {
+    let fallback = tracing_subscriber::filter::Targets::new().with_default(default);
+    match spec.map(str::trim).filter(|s| !s.is_empty()) {
+        None => fallback,
+        Some(spec) => spec.parse().unwrap_or_else(|e| {
+            eprintln!(
+                "toolwright: TOOLWRIGHT_LOG={spec:?} is not understood ({e}): expected a level or target=level pairs, such as debug or toolwright_server=debug,info; logging at {default}"
+            );
+            fallback
+        }),
+    }
 }
 
 /// A server and the declared tools it serves.

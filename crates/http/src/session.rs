@@ -11,7 +11,7 @@
 
 use crate::stream::Cell;
 use parking_lot::{Mutex, MutexGuard};
-use rand::RngCore;
+use rand::Rng as _;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

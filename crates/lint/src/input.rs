@@ -14,7 +14,7 @@ pub fn parse_document(text: &str) -> Result<Value, LintError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match serde_json::from_str(text) {
         Ok(v) => Ok(v),
-        Err(json) => serde_norway::from_str::<Value>(text).map_err(|yaml| LintError::Parse {
+        Err(json) => toolwright_toolfile::yaml::to_json(text).map_err(|yaml| LintError::Parse {
             json: json.to_string(),
             yaml: yaml.to_string(),
         }),

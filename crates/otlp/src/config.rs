@@ -31,6 +31,20 @@ pub struct Config {
     pub queue: usize,
     /// `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (default 512).
     pub batch: usize,
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the collector's URL, used as given.
+    pub traces_endpoint: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, when there is no traces endpoint: for HTTP,
+    /// `/v1/traces` is added after it. With neither, `http://localhost:4318/v1/traces`
+    /// (HTTP) or `http://localhost:4317` (gRPC).
+    pub endpoint: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_HEADERS` and then `OTEL_EXPORTER_OTLP_TRACES_HEADERS`, their
+    /// values percent-decoded: sent with each gRPC export (a traces header replaces a
+    /// general one of the same name).
+    pub headers: Vec<(String, String)>,
+    /// `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE`, else `OTEL_EXPORTER_OTLP_CERTIFICATE`: a
+    /// PEM file of CA certificates trusted beside the webpki roots for an `https://`
+    /// gRPC collector.
+    pub certificate: Option<std::path::PathBuf>,
 }
 
 fn bad(var: &'static str, value: &str, why: impl Into<String>) -> Error {
@@ -71,7 +85,9 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
             ));
         }
     }
-    let endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or(get("OTEL_EXPORTER_OTLP_ENDPOINT"));
+    let traces_endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    let general_endpoint = get("OTEL_EXPORTER_OTLP_ENDPOINT");
+    let endpoint = traces_endpoint.clone().or(general_endpoint.clone());
     if exporter.is_none() && endpoint.is_none() {
         return Ok(None);
     }
@@ -114,14 +130,36 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
         None => Duration::from_secs(10),
         Some((var, t)) => Duration::from_millis(number(var, &t)?),
     };
+    let mut headers: Vec<(String, String)> = Vec::new();
     for var in [
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
         "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
     ] {
         if let Some(h) = get(var) {
-            check_headers(var, &h)?;
+            for (k, v) in parse_headers(var, &h)? {
+                headers.retain(|(old, _)| !old.eq_ignore_ascii_case(&k));
+                headers.push((k, v));
+            }
         }
     }
+    if let Some((var, c)) = [
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+    ]
+    .into_iter()
+    .find_map(|v| get(v).map(|value| (v, value)))
+        && c != "none"
+    {
+        let why = if c == "gzip" {
+            "gzip is not built into toolwright; use none"
+        } else {
+            "expected none"
+        };
+        return Err(bad(var, &c, why));
+    }
+    let certificate = get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE")
+        .or(get("OTEL_EXPORTER_OTLP_CERTIFICATE"))
+        .map(std::path::PathBuf::from);
     Ok(Some(Config {
         protocol,
         timeout,
@@ -140,6 +178,10 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
             get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
             512,
         )?,
+        traces_endpoint,
+        endpoint: general_endpoint,
+        headers,
+        certificate,
     }))
 }
 
@@ -159,17 +201,22 @@ fn size(var: &'static str, value: Option<String>, default: usize) -> Result<usiz
     }
 }
 
-/// `key=value` pairs separated by commas, as the OTLP exporter specification gives them.
-fn check_headers(var: &'static str, value: &str) -> Result<(), Error> {
+/// `key=value` pairs separated by commas, as the OTLP exporter specification gives them
+/// (the W3C baggage format: a value may be percent-encoded).
+fn parse_headers(var: &'static str, value: &str) -> Result<Vec<(String, String)>, Error> {
+    let mut out = Vec::new();
     for pair in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
-            Some((k, _)) if !k.trim().is_empty() => {}
+            Some((k, v)) if !k.trim().is_empty() => {
+                let v = percent_encoding::percent_decode_str(v.trim()).decode_utf8_lossy();
+                out.push((k.trim().to_ascii_lowercase(), v.into_owned()));
+            }
             _ => {
                 return Err(bad(var, value, format!("{pair:?} is not a key=value pair")));
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 fn sampler(name: Option<String>, arg: Option<String>) -> Result<Sampler, Error> {

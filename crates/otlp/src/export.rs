@@ -1,17 +1,16 @@
-//! The exporter's thread: it builds the OTLP exporter on a runtime of its own, then sends
-//! the queued spans in batches until it is shut down.
+//! The exporter's thread: it builds the OTLP exporter (`wire.rs`) on a runtime of its own,
+//! then sends the queued spans in batches until it is shut down.
 
 use crate::Error;
-use crate::config::{Config, Protocol};
+use crate::config::Config;
 use opentelemetry::trace::{
     SpanContext as OtelContext, SpanId, SpanKind as OtelKind, Status, TraceContextExt, TraceFlags,
     TraceId, TraceState,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
-use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{
-    Sampler, SamplingDecision, ShouldSample, SpanData, SpanEvents, SpanExporter as _, SpanLinks,
+    Sampler, SamplingDecision, ShouldSample, SpanData, SpanEvents, SpanLinks,
 };
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -121,29 +120,6 @@ fn resource() -> Resource {
     }
 }
 
-fn build(config: &Config) -> Result<opentelemetry_otlp::SpanExporter, Error> {
-    let builder = opentelemetry_otlp::SpanExporter::builder();
-    let built = match config.protocol {
-        Protocol::HttpProtobuf => builder
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_timeout(config.timeout)
-            .with_http_client(
-                opentelemetry_http::hyper::HyperClient::with_default_connector(
-                    config.timeout,
-                    None,
-                ),
-            )
-            .build(),
-        Protocol::Grpc => builder
-            .with_tonic()
-            .with_protocol(opentelemetry_otlp::Protocol::Grpc)
-            .with_timeout(config.timeout)
-            .build(),
-    };
-    built.map_err(|e| Error::Build(e.to_string()))
-}
-
 /// Starts the exporter's thread.
 pub(crate) fn start(config: Config) -> Result<crate::Exporter, Error> {
     let (queue, spans) = mpsc::channel(config.queue);
@@ -168,9 +144,10 @@ pub(crate) fn start(config: Config) -> Result<crate::Exporter, Error> {
                 }
             };
             rt.block_on(async move {
-                let exporter = match build(&config) {
-                    Ok(mut e) => {
-                        e.set_resource(&resource());
+                let exporter = match crate::wire::OtlpExporter::new(&config, &resource())
+                    .map_err(Error::Build)
+                {
+                    Ok(e) => {
                         let _ = ready.send(Ok(()));
                         e
                     }
@@ -197,7 +174,7 @@ pub(crate) fn start(config: Config) -> Result<crate::Exporter, Error> {
 /// Sends batches: when one is full, when the oldest span has waited `config.delay`, and at
 /// the end (what is queued then is sent before the answer to `stopped`).
 async fn run(
-    exporter: opentelemetry_otlp::SpanExporter,
+    mut exporter: crate::wire::OtlpExporter,
     config: &Config,
     mut spans: mpsc::Receiver<FinishedSpan>,
     mut stopped: oneshot::Receiver<oneshot::Sender<()>>,
@@ -220,14 +197,14 @@ async fn run(
                     }
                     batch.push(span_data(s, &scope));
                     if batch.len() >= config.batch {
-                        send(&exporter, &mut batch).await;
+                        send(&mut exporter, &mut batch).await;
                         due = None;
                     }
                 }
                 None => break None,
             },
             () = tokio::time::sleep_until(at), if due.is_some() => {
-                send(&exporter, &mut batch).await;
+                send(&mut exporter, &mut batch).await;
                 due = None;
             }
         }
@@ -236,17 +213,16 @@ async fn run(
     while let Ok(s) = spans.try_recv() {
         batch.push(span_data(s, &scope));
         if batch.len() >= config.batch {
-            send(&exporter, &mut batch).await;
+            send(&mut exporter, &mut batch).await;
         }
     }
-    send(&exporter, &mut batch).await;
-    let _ = exporter.shutdown();
+    send(&mut exporter, &mut batch).await;
     if let Some(reply) = done {
         let _ = reply.send(());
     }
 }
 
-async fn send(exporter: &opentelemetry_otlp::SpanExporter, batch: &mut Vec<SpanData>) {
+async fn send(exporter: &mut crate::wire::OtlpExporter, batch: &mut Vec<SpanData>) {
     if batch.is_empty() {
         return;
     }

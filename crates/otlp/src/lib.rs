@@ -3,16 +3,19 @@
 //! [`from_env`] reads the standard `OTEL_*` variables (export is off unless
 //! `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
 //! `OTEL_TRACES_EXPORTER=otlp` is set, and `OTEL_SDK_DISABLED=true` turns it off);
-//! [`Exporter::start`] builds the `opentelemetry-otlp` exporter (HTTP/protobuf over
-//! hyper-util's client, or gRPC over tonic) on a thread of its own, and
+//! [`Exporter::start`] builds the exporter on a thread of its own (opentelemetry-proto's
+//! messages, posted over hyper's HTTP/1.1 client for HTTP/protobuf or as one unary call
+//! over its HTTP/2 client for gRPC), and
 //! [`Exporter::sink`] is what `toolwright-telemetry` hands finished spans to. The spans keep
 //! the ids toolwright propagates (`traceparent`), so they are built here as the SDK's
 //! `SpanData` directly rather than through a tracer; the configured sampler decides.
 //!
-//! Layout: `config.rs` reads the environment, `export.rs` runs the exporter's thread.
+//! Layout: `config.rs` reads the environment, `export.rs` runs the exporter's thread and
+//! batches, `wire.rs` sends a batch.
 
 mod config;
 mod export;
+mod wire;
 
 pub use config::{Config, Protocol, from_env_with};
 

@@ -46,6 +46,32 @@ fn the_traces_protocol_wins_over_the_general_one() {
 }
 
 #[test]
+fn headers_merge_with_the_traces_ones_winning_and_are_decoded() {
+    let c = read(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "Api-Key=general, x-a=1"),
+        ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "api-key=traces%2Conly"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "none"),
+        ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ca.pem"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        c.headers,
+        [
+            ("x-a".to_owned(), "1".to_owned()),
+            ("api-key".to_owned(), "traces,only".to_owned())
+        ]
+    );
+    assert_eq!(
+        c.certificate.as_deref(),
+        Some(std::path::Path::new("/etc/ca.pem"))
+    );
+    assert_eq!(c.endpoint.as_deref(), Some("http://h:4318"));
+    assert_eq!(c.traces_endpoint, None);
+}
+
+#[test]
 fn bad_settings_are_errors_that_name_the_variable() {
     let on = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318");
     for (vars, expected) in [
@@ -86,6 +112,14 @@ fn bad_settings_are_errors_that_name_the_variable() {
             "a ratio from 0 to 1",
         ),
         (vec![on, ("OTEL_SDK_DISABLED", "yes")], "true or false"),
+        (
+            vec![on, ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")],
+            "OTEL_EXPORTER_OTLP_COMPRESSION=\"gzip\": gzip is not built into toolwright",
+        ),
+        (
+            vec![on, ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd")],
+            "expected none",
+        ),
         (vec![on, ("OTEL_BSP_MAX_QUEUE_SIZE", "0")], "positive"),
     ] {
         let e = error(&vars);

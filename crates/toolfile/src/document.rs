@@ -77,12 +77,12 @@ impl Document {
                     format!("not valid JSON: {e}"),
                 )
             })?,
-            Format::Yaml => serde_norway::from_str(body).map_err(|e| {
-                let location = e.location().map(|l| Location {
-                    line: l.line(),
-                    column: l.column(),
-                });
-                problem(location, format!("not valid YAML: {e}"))
+            Format::Yaml => crate::yaml::to_json(body).map_err(|e| {
+                let location = Location {
+                    line: e.line,
+                    column: e.column,
+                };
+                problem(Some(location), format!("not valid YAML: {}", e.message))
             })?,
             Format::Toml => toml::from_str(body).map_err(|e| {
                 let location = e.span().map(|s| locate::location_of(body, s.start));

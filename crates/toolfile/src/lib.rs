@@ -35,6 +35,7 @@ pub mod paths;
 pub mod rules;
 pub mod servers;
 pub mod template;
+pub mod yaml;
 
 pub use config::{GatewayConfig, Server, read_config};
 pub use document::{Document, Format};

@@ -90,3 +90,44 @@ fn arguments_and_results_are_not_recorded_unless_asked() {
     );
     assert!(v["fields"].get("gen_ai.tool.call.result").is_none(), "{v}");
 }
+
+/// `TOOLWRIGHT_LOG` is levels per target: `toolwright_server=debug` shows that crate's debug
+/// lines with everything else at the default; a spec that does not parse is said once on
+/// stderr and the default used.
+#[test]
+fn toolwright_log_sets_levels_per_target_and_says_when_it_is_not_understood() {
+    let ignored = |spec: &str| {
+        let spec = std::path::PathBuf::from(spec);
+        let mut s = Server::start_logged_with_env(&[], &[("TOOLWRIGHT_LOG", spec.as_path())])
+            .handshake("2025-06-18");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/unheard_of"}));
+        let r = s.request("tools/list", json!({}));
+        assert!(r["result"]["tools"].is_array(), "{r}");
+        s.close_stdin();
+        s.wait_exit(Duration::from_secs(10));
+        s.stderr_drain(Duration::from_millis(300))
+    };
+    let lines = ignored("warn,toolwright_server=debug");
+    assert!(
+        lines.iter().any(|l| l.contains("DEBUG")
+            && l.contains("toolwright_server")
+            && l.contains("notification ignored")),
+        "{lines:#?}"
+    );
+    let lines = ignored("toolwright_http=debug");
+    assert!(
+        !lines.iter().any(|l| l.contains("notification ignored")),
+        "another crate's debug lines stay off: {lines:#?}"
+    );
+    let lines = ignored("toolwright_server=loud");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("TOOLWRIGHT_LOG=\"toolwright_server=loud\" is not understood")),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("notification ignored")),
+        "{lines:#?}"
+    );
+}

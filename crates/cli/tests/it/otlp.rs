@@ -25,6 +25,11 @@ struct Collector {
 
 impl Collector {
     fn start() -> Option<Collector> {
+        Self::start_with(&[])
+    }
+
+    /// The receiver with `args` after its script (`--tls CERT KEY`).
+    fn start_with(args: &[&str]) -> Option<Collector> {
         let dir = repo_root().join("tests/otlp");
         let python = dir.join(".venv/bin/python");
         let argv = available(
@@ -37,6 +42,7 @@ impl Collector {
         )?;
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -532,4 +538,97 @@ fn a_bad_otel_setting_is_a_start_up_error() {
         assert!(err.contains(expected), "{var}: {err}");
         assert!(out.stdout.is_empty());
     }
+}
+
+/// An `https://` collector, over both protocols: TLS trusting the CA that
+/// `OTEL_EXPORTER_OTLP_CERTIFICATE` names, each export carrying the (percent-decoded)
+/// headers of `OTEL_EXPORTER_OTLP_HEADERS`. Without that CA the export fails, is said on
+/// stderr, and serving goes on.
+#[test]
+fn export_to_an_https_collector_trusts_the_configured_ca_and_sends_the_headers() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let (ca_pem, cert, key) = (
+        dir.path().join("ca.pem"),
+        dir.path().join("cert.pem"),
+        dir.path().join("key.pem"),
+    );
+    std::fs::write(&ca_pem, pem("CERTIFICATE", ca_cert.der())).unwrap();
+    std::fs::write(&cert, pem("CERTIFICATE", leaf.der())).unwrap();
+    std::fs::write(&key, pem("PRIVATE KEY", &leaf_key.serialize_der())).unwrap();
+    let Some(mut rx) =
+        Collector::start_with(&["--tls", cert.to_str().unwrap(), key.to_str().unwrap()])
+    else {
+        return;
+    };
+    for (protocol, port) in [("http/protobuf", rx.http), ("grpc", rx.grpc)] {
+        for trusted in [true, false] {
+            let service = format!("tls-{protocol}-{trusted}");
+            let mut env = vec![
+                (
+                    "OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(),
+                    format!("https://localhost:{port}"),
+                ),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL".into(), protocol.into()),
+                ("OTEL_SERVICE_NAME".into(), service.clone()),
+                (
+                    "OTEL_EXPORTER_OTLP_HEADERS".into(),
+                    "x-tenant=team%20a".into(),
+                ),
+            ];
+            if trusted {
+                env.push((
+                    "OTEL_EXPORTER_OTLP_CERTIFICATE".into(),
+                    ca_pem.display().to_string(),
+                ));
+            }
+            let env: Vec<(&str, PathBuf)> = env
+                .iter()
+                .map(|(k, v)| (k.as_str(), PathBuf::from(v)))
+                .collect();
+            let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+            let mut s = Server::start_logged_with_env(&["--no-watch"], &env);
+            let r = s.request(
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": modern_meta()}),
+            );
+            assert!(r["result"].is_object(), "{protocol}: {r}");
+            s.close_stdin();
+            s.wait_exit(Duration::from_secs(15));
+            if trusted {
+                let span = rx.named(&service, "SPAN_KIND_SERVER", "tools/call add");
+                assert_eq!(span["protocol"], protocol);
+                assert_eq!(span["tenant"], "team a", "{span}");
+            } else {
+                let said = s.stderr_drain(Duration::from_millis(200)).join("\n");
+                assert!(
+                    said.contains("OTLP export of 1 spans failed") && said.contains("TLS"),
+                    "{protocol}: {said}"
+                );
+            }
+        }
+    }
+}
+
+/// `der` in PEM under `tag`: base64, 64 characters a line, between the markers.
+fn pem(tag: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {tag}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {tag}-----\n"));
+    out
 }

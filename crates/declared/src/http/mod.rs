@@ -77,8 +77,7 @@ pub struct HttpAction {
     redirects: RedirectRules,
     max_response: u64,
     args: BTreeSet<String>,
-    /// Boxed: hyper-util's pooled client is large (larger still with HTTP/2 built in, which
-    /// the OTLP gRPC exporter's tonic brings).
+    /// Boxed: hyper-util's pooled client is large.
     client: Box<Client<PolicedConnector, Full<Bytes>>>,
 }
 

@@ -1,0 +1,382 @@
+//! How a batch reaches the collector: OTLP's two transports, over hyper's own HTTP/1.1 and
+//! HTTP/2 clients, the request built from opentelemetry-proto's prost messages.
+//!
+//! - `http/protobuf`: one POST of the encoded `ExportTraceServiceRequest` to `/v1/traces`
+//!   with `content-type: application/x-protobuf`; any 2xx is success, and its body may be
+//!   an `ExportTraceServiceResponse` that names rejected spans.
+//! - `grpc`: the unary call `TraceService/Export`, a POST over HTTP/2 with `content-type:
+//!   application/grpc` and `te: trailers`, whose body is the message behind a 5-byte prefix
+//!   (a compression flag, 0 here, and the length as a big-endian u32). The outcome is the
+//!   `grpc-status` trailer (or header, when the answer is only trailers) with
+//!   `grpc-message`, percent-encoded, beside it; the reply is framed like the request.
+//!
+//! That is all an exporter needs of either, so it is done here rather than through
+//! `opentelemetry-otlp`'s transports, which bring a second HTTP client stack and, for gRPC,
+//! tonic and tower: about 0.45 MB of the shipped binary together (issue 18's size target).
+//!
+//! `http://` is plain TCP (HTTP/2 with prior knowledge for gRPC, as collectors listen on
+//! 4317); `https://` is TLS on rustls, trusting the webpki roots and the PEM file
+//! `OTEL_EXPORTER_OTLP_CERTIFICATE` names, with ALPN `h2` or `http/1.1`. One connection is
+//! kept, and opened again after a failure.
+
+use crate::config::{Config, Protocol};
+use bytes::{Buf, Bytes};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::client::conn::{http1, http2};
+use hyper::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, Uri};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SpanData;
+use prost::Message;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_util::either::Either;
+
+/// The gRPC method every export calls.
+const EXPORT: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+/// The most of an answer's body that is read.
+const MAX_ANSWER: usize = 4 << 20;
+
+/// An open connection to the collector.
+type Io = TokioIo<Either<TcpStream, TlsStream<TcpStream>>>;
+
+/// The collector, parsed once.
+struct Collector {
+    host: String,
+    port: u16,
+    /// `scheme://authority`, as messages name it.
+    base: String,
+    authority: HeaderValue,
+    /// What is posted to: `/v1/traces` (or the path the traces endpoint gives) for HTTP,
+    /// the `Export` method for gRPC.
+    path: String,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+enum Sender {
+    Http1(http1::SendRequest<Full<Bytes>>),
+    Http2(http2::SendRequest<Full<Bytes>>),
+}
+
+impl Sender {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sender::Http1(s) => s.is_closed(),
+            Sender::Http2(s) => s.is_closed(),
+        }
+    }
+
+    async fn send(&mut self, request: Request<Full<Bytes>>) -> hyper::Result<Response<Incoming>> {
+        match self {
+            Sender::Http1(s) => {
+                s.ready().await?;
+                s.send_request(request).await
+            }
+            Sender::Http2(s) => {
+                s.ready().await?;
+                s.send_request(request).await
+            }
+        }
+    }
+}
+
+/// An OTLP trace exporter over either transport: [`OtlpExporter::export`] sends a batch.
+pub(crate) struct OtlpExporter {
+    protocol: Protocol,
+    collector: Collector,
+    headers: HeaderMap,
+    timeout: Duration,
+    resource: ResourceAttributesWithSchema,
+    connection: Option<Sender>,
+}
+
+/// The URL export goes to: the traces endpoint as given, else the general one (with
+/// `/v1/traces` after it, for HTTP), else the local collector's default port.
+fn endpoint(config: &Config) -> String {
+    if let Some(url) = &config.traces_endpoint {
+        return url.clone();
+    }
+    match (config.protocol, &config.endpoint) {
+        (Protocol::HttpProtobuf, Some(url)) => format!("{}/v1/traces", url.trim_end_matches('/')),
+        (Protocol::Grpc, Some(url)) => url.clone(),
+        (Protocol::HttpProtobuf, None) => "http://localhost:4318/v1/traces".into(),
+        (Protocol::Grpc, None) => "http://localhost:4317".into(),
+    }
+}
+
+impl OtlpExporter {
+    /// Checks the endpoint, headers and certificate `config` names.
+    pub(crate) fn new(config: &Config, resource: &Resource) -> Result<OtlpExporter, String> {
+        let url = endpoint(config);
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("the endpoint {url:?} is not a URL: {e}"))?;
+        let secure = uri.scheme_str() == Some("https");
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("the endpoint {url:?} names no host"))?;
+        let authority = uri.authority().map_or(host, |a| a.as_str());
+        let path = match config.protocol {
+            Protocol::Grpc => EXPORT.to_owned(),
+            Protocol::HttpProtobuf => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+        };
+        let alpn: &[u8] = match config.protocol {
+            Protocol::Grpc => b"h2",
+            Protocol::HttpProtobuf => b"http/1.1",
+        };
+        let mut headers = HeaderMap::new();
+        for (k, v) in &config.headers {
+            let name = HeaderName::try_from(k.as_str())
+                .map_err(|_| format!("{k:?} is not a header name"))?;
+            let value = HeaderValue::try_from(v.as_str())
+                .map_err(|_| format!("the value of header {k} is not a header value"))?;
+            headers.insert(name, value);
+        }
+        Ok(OtlpExporter {
+            protocol: config.protocol,
+            collector: Collector {
+                host: host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+                port: uri.port_u16().unwrap_or(if secure { 443 } else { 80 }),
+                base: format!("{}://{authority}", if secure { "https" } else { "http" }),
+                authority: HeaderValue::try_from(authority)
+                    .map_err(|_| format!("the endpoint {url:?} has an unusable host"))?,
+                path,
+                tls: if secure {
+                    Some(tls_config(config.certificate.as_deref(), alpn)?)
+                } else {
+                    None
+                },
+            },
+            headers,
+            timeout: config.timeout,
+            resource: ResourceAttributesWithSchema::from(resource),
+            connection: None,
+        })
+    }
+
+    /// Sends `batch` as one export, within the configured timeout.
+    pub(crate) async fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+        let message = ExportTraceServiceRequest {
+            resource_spans: group_spans_by_resource_and_scope(batch, &self.resource),
+        };
+        let body = match self.protocol {
+            Protocol::HttpProtobuf => Bytes::from(message.encode_to_vec()),
+            Protocol::Grpc => frame(&message),
+        };
+        let timeout = self.timeout;
+        let outcome = match tokio::time::timeout(timeout, self.call(body)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+        };
+        outcome.map_err(|e| {
+            self.connection = None;
+            format!("{}{}: {e}", self.collector.base, self.collector.path)
+        })
+    }
+
+    async fn call(&mut self, body: Bytes) -> Result<(), String> {
+        let mut sender = match self.connection.take() {
+            Some(s) if !s.is_closed() => s,
+            _ => self.connect().await?,
+        };
+        let c = &self.collector;
+        let mut request = match self.protocol {
+            // HTTP/1.1 takes the path and a Host header; HTTP/2 the whole URI, whose scheme
+            // and authority become its pseudo-headers.
+            Protocol::HttpProtobuf => Request::post(c.path.as_str())
+                .header("host", c.authority.clone())
+                .header("content-type", "application/x-protobuf"),
+            Protocol::Grpc => Request::post(format!("{}{}", c.base, c.path))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .header("grpc-timeout", format!("{}m", self.timeout.as_millis())),
+        }
+        .header(
+            "user-agent",
+            concat!("toolwright/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(Full::new(body))
+        .map_err(|e| format!("building the request: {e}"))?;
+        for (k, v) in &self.headers {
+            request.headers_mut().insert(k, v.clone());
+        }
+        let response = sender.send(request).await.map_err(|e| e.to_string())?;
+        self.connection = Some(sender);
+        let (head, body) = response.into_parts();
+        let answer = Limited::new(body, MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| format!("reading the answer: {e}"))?;
+        let trailers = answer.trailers().cloned().unwrap_or_default();
+        let bytes = answer.to_bytes();
+        let reply = match self.protocol {
+            Protocol::HttpProtobuf => {
+                if !head.status.is_success() {
+                    return Err(format!("HTTP {}{}", head.status, excerpt(&bytes)));
+                }
+                Some(bytes)
+            }
+            Protocol::Grpc => {
+                if head.status != hyper::StatusCode::OK {
+                    return Err(format!("HTTP {}", head.status));
+                }
+                grpc_status(&trailers, &head.headers)?;
+                unframe(bytes)
+            }
+        };
+        if let Some(reply) = reply
+            && let Ok(reply) = ExportTraceServiceResponse::decode(reply)
+            && let Some(partial) = reply.partial_success
+            && partial.rejected_spans > 0
+        {
+            return Err(format!(
+                "the collector rejected {} spans: {}",
+                partial.rejected_spans, partial.error_message
+            ));
+        }
+        Ok(())
+    }
+
+    async fn connect(&self) -> Result<Sender, String> {
+        let c = &self.collector;
+        let tcp = TcpStream::connect((c.host.as_str(), c.port))
+            .await
+            .map_err(|e| format!("connecting: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        let io: Io = TokioIo::new(match &c.tls {
+            None => Either::Left(tcp),
+            Some(config) => {
+                let name = rustls::pki_types::ServerName::try_from(c.host.clone())
+                    .map_err(|e| format!("{}: {e}", c.host))?;
+                let tls = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("TLS: {e}"))?;
+                Either::Right(tls)
+            }
+        });
+        let handshake = |e: hyper::Error| format!("HTTP handshake: {e}");
+        Ok(match self.protocol {
+            Protocol::HttpProtobuf => {
+                let (sender, connection) = http1::handshake(io).await.map_err(handshake)?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                Sender::Http1(sender)
+            }
+            Protocol::Grpc => {
+                let (sender, connection) = http2::Builder::new(TokioExecutor::new())
+                    .handshake(io)
+                    .await
+                    .map_err(handshake)?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                Sender::Http2(sender)
+            }
+        })
+    }
+}
+
+/// `grpc-status` 0, or the error the collector gave.
+fn grpc_status(trailers: &HeaderMap, headers: &HeaderMap) -> Result<(), String> {
+    let get = |name: &str| trailers.get(name).or_else(|| headers.get(name));
+    match get("grpc-status").and_then(|s| s.to_str().ok()) {
+        Some("0") => Ok(()),
+        Some(code) => {
+            let message = get("grpc-message")
+                .and_then(|m| m.to_str().ok())
+                .map(|m| percent_encoding::percent_decode_str(m).decode_utf8_lossy())
+                .unwrap_or_default();
+            Err(format!("gRPC status {code}: {message}"))
+        }
+        None => Err("the answer has no grpc-status".into()),
+    }
+}
+
+/// The start of an error answer's body, when it is short text.
+fn excerpt(body: &[u8]) -> String {
+    match std::str::from_utf8(body) {
+        Ok(text) if !text.trim().is_empty() => {
+            let text = text.trim();
+            let end = text.char_indices().nth(200).map_or(text.len(), |(i, _)| i);
+            format!(": {}", &text[..end])
+        }
+        _ => String::new(),
+    }
+}
+
+/// The message behind gRPC's prefix: not compressed, then its length.
+pub(crate) fn frame(message: &impl Message) -> Bytes {
+    let len = message.encoded_len();
+    let mut out = Vec::with_capacity(5 + len);
+    out.push(0);
+    out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+    message
+        .encode(&mut out)
+        .expect("a Vec grows to what it is given");
+    Bytes::from(out)
+}
+
+/// The first message of a framed body, when there is one and it is not compressed.
+pub(crate) fn unframe(mut body: Bytes) -> Option<Bytes> {
+    if body.len() < 5 || body[0] != 0 {
+        return None;
+    }
+    body.advance(1);
+    let len = usize::try_from(body.get_u32()).ok()?;
+    (body.len() >= len).then(|| body.split_to(len))
+}
+
+/// rustls on ring with the ALPN protocol `alpn`, trusting the webpki roots and the
+/// certificates of `extra` (PEM).
+fn tls_config(
+    extra: Option<&std::path::Path>,
+    alpn: &[u8],
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots =
+        rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = extra {
+        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let blocks =
+            pem::parse_many(&text).map_err(|e| format!("{}: not PEM: {e}", path.display()))?;
+        let mut added = 0;
+        for block in blocks.iter().filter(|b| b.tag() == "CERTIFICATE") {
+            roots
+                .add(rustls::pki_types::CertificateDer::from(
+                    block.contents().to_vec(),
+                ))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(format!("{}: holds no certificate", path.display()));
+        }
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;
