@@ -33,8 +33,8 @@
 # Cold start and pipelined calls did not get slower (bench/README.md), and perf can walk
 # the stack without DWARF. rustc's own standard library is prebuilt without them; its
 # unwind records stay as they were. With OTLP over hyper's own clients, one YAML parser and
-# the rest of bench/README.md's list (2026-12-03): static-pie 11,922,808 bytes, dynamic
-# 10,880,192.
+# the rest of bench/README.md's list (2026-12-03): static-pie 11,922,040 bytes, dynamic
+# 10,879,424.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"

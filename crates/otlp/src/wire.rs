@@ -188,32 +188,23 @@ impl OtlpExporter {
     }
 
     async fn call(&mut self, body: Bytes) -> Result<(), String> {
-        let mut sender = match self.connection.take() {
-            Some(s) if !s.is_closed() => s,
-            _ => self.connect().await?,
+        let (mut sender, kept) = match self.connection.take() {
+            Some(s) if !s.is_closed() => (s, true),
+            _ => (self.connect().await?, false),
         };
-        let c = &self.collector;
-        let mut request = match self.protocol {
-            // HTTP/1.1 takes the path and a Host header; HTTP/2 the whole URI, whose scheme
-            // and authority become its pseudo-headers.
-            Protocol::HttpProtobuf => Request::post(c.path.as_str())
-                .header("host", c.authority.clone())
-                .header("content-type", "application/x-protobuf"),
-            Protocol::Grpc => Request::post(format!("{}{}", c.base, c.path))
-                .header("content-type", "application/grpc")
-                .header("te", "trailers")
-                .header("grpc-timeout", format!("{}m", self.timeout.as_millis())),
-        }
-        .header(
-            "user-agent",
-            concat!("toolwright/", env!("CARGO_PKG_VERSION")),
-        )
-        .body(Full::new(body))
-        .map_err(|e| format!("building the request: {e}"))?;
-        for (k, v) in &self.headers {
-            request.headers_mut().insert(k, v.clone());
-        }
-        let response = sender.send(request).await.map_err(|e| e.to_string())?;
+        let response = match sender.send(self.request(body.clone())?).await {
+            Ok(response) => response,
+            // A kept connection that the collector closed while it sat idle, before this
+            // request got through: once more, on a new one.
+            Err(e) if kept && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) => {
+                sender = self.connect().await?;
+                sender
+                    .send(self.request(body)?)
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         self.connection = Some(sender);
         let (head, body) = response.into_parts();
         let answer = Limited::new(body, MAX_ANSWER)
@@ -248,6 +239,32 @@ impl OtlpExporter {
             ));
         }
         Ok(())
+    }
+
+    /// The export request carrying `body`, with the configured headers.
+    fn request(&self, body: Bytes) -> Result<Request<Full<Bytes>>, String> {
+        let c = &self.collector;
+        let mut request = match self.protocol {
+            // HTTP/1.1 takes the path and a Host header; HTTP/2 the whole URI, whose scheme
+            // and authority become its pseudo-headers.
+            Protocol::HttpProtobuf => Request::post(c.path.as_str())
+                .header("host", c.authority.clone())
+                .header("content-type", "application/x-protobuf"),
+            Protocol::Grpc => Request::post(format!("{}{}", c.base, c.path))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .header("grpc-timeout", format!("{}m", self.timeout.as_millis())),
+        }
+        .header(
+            "user-agent",
+            concat!("toolwright/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(Full::new(body))
+        .map_err(|e| format!("building the request: {e}"))?;
+        for (k, v) in &self.headers {
+            request.headers_mut().insert(k, v.clone());
+        }
+        Ok(request)
     }
 
     async fn connect(&self) -> Result<Sender, String> {

@@ -121,3 +121,74 @@ fn grpc_status_comes_from_trailers_or_headers() {
         "gRPC status 14: not ready"
     );
 }
+
+/// Reads one HTTP/1.1 request (head and `content-length` body) from `conn`.
+async fn read_request(conn: &mut TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = conn.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the connection closed mid-request");
+        got.extend_from_slice(&buf[..n]);
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            assert!(head.starts_with("post /v1/traces http/1.1"), "{head}");
+            assert!(
+                head.contains("content-type: application/x-protobuf"),
+                "{head}"
+            );
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            while got.len() < end + 4 + len {
+                let n = conn.read(&mut buf).await.unwrap();
+                got.extend_from_slice(&buf[..n]);
+            }
+            return;
+        }
+    }
+}
+
+const OK: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+
+/// A kept connection that the collector drops under the next request is replaced once, and
+/// the export goes through on the new one; a new connection that fails is not retried.
+#[tokio::test]
+async fn a_kept_connection_that_dies_is_replaced_once() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (mut first, _) = listener.accept().await.unwrap();
+        read_request(&mut first).await;
+        first.write_all(OK).await.unwrap();
+        read_request(&mut first).await;
+        drop(first);
+        let (mut second, _) = listener.accept().await.unwrap();
+        read_request(&mut second).await;
+        second.write_all(OK).await.unwrap();
+        // A fresh exporter's first connection, dropped unanswered: an error, no retry.
+        let (mut third, _) = listener.accept().await.unwrap();
+        read_request(&mut third).await;
+        drop(third);
+        let retried = tokio::time::timeout(Duration::from_millis(300), listener.accept()).await;
+        assert!(
+            retried.is_err(),
+            "a failure on a new connection is not retried"
+        );
+        second
+    });
+    let url = format!("http://127.0.0.1:{port}");
+    let cfg = config(&[("OTEL_EXPORTER_OTLP_ENDPOINT", url.as_str())]);
+    let resource = Resource::builder_empty().build();
+    let mut exporter = OtlpExporter::new(&cfg, &resource).unwrap();
+    exporter.export(Vec::new()).await.unwrap();
+    exporter.export(Vec::new()).await.unwrap();
+    let mut fresh = OtlpExporter::new(&cfg, &resource).unwrap();
+    let e = fresh.export(Vec::new()).await.unwrap_err();
+    assert!(e.starts_with(&format!("{url}/v1/traces: ")), "{e}");
+    drop(server.await.unwrap());
+}
