@@ -33,28 +33,17 @@
 # Cold start and pipelined calls did not get slower (bench/README.md), and perf can walk
 # the stack without DWARF. rustc's own standard library is prebuilt without them; its
 # unwind records stay as they were. With OTLP over hyper's own clients, one YAML parser and
-# the rest of bench/README.md's list (2026-12-03): static-pie 11,922,040 bytes, dynamic
-# 10,879,424.
+# the rest of bench/README.md's list (2026-12-03): static-pie 11,922,424 bytes, dynamic
+# 10,879,808.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 host="$(rustc -vV | sed -n 's/^host: //p')"
 
-# Panic and assertion messages name their source file, and a dependency's path would carry
-# the registry's directory (~/.cargo/registry/src/index.crates.io-<hash>/) into the binary,
-# over a thousand times: 65 KB of the shipped binary, and the builder's home directory.
-# Remapping keeps `<crate>-<version>/src/...` only.
-registry="${CARGO_HOME:-$HOME/.cargo}/registry/src"
-# On a fresh machine the sources are not there yet: fetch them first, or nothing is remapped.
-cargo fetch --locked --manifest-path "$root/Cargo.toml" >&2
-for dir in "$registry"/*/; do
-  if [ -d "$dir" ]; then RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$dir="; fi
-done
-export RUSTFLAGS="${RUSTFLAGS:-} -C force-frame-pointers=yes"
-
 args=(build --profile dist --locked -p toolwright)
+static=0
 if [ "$host" = x86_64-unknown-linux-gnu ] && [ "${TOOLWRIGHT_DYNAMIC:-0}" = 0 ]; then
-  export RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static"
+  static=1
   args+=(--target "$host")
   bin="$target_dir/$host/dist/toolwright"
 else
@@ -67,6 +56,20 @@ case "${1:-}" in
   --path) echo "$shipped"; exit 0 ;;
   --symbols-path) echo "$bin"; exit 0 ;;
 esac
+
+# Panic and assertion messages name their source file, and a dependency's path would carry
+# the registry's directory (~/.cargo/registry/src/index.crates.io-<hash>/) into the binary,
+# over a thousand times: 65 KB of the shipped binary, and the builder's home directory.
+# Remapping keeps `<crate>-<version>/src/...` only.
+registry="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+# On a fresh machine the sources are not there yet: fetch them first, or nothing is remapped.
+cargo fetch --locked --manifest-path "$root/Cargo.toml" >&2
+for dir in "$registry"/*/; do
+  if [ -d "$dir" ]; then RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$dir="; fi
+done
+export RUSTFLAGS="${RUSTFLAGS:-} -C force-frame-pointers=yes"
+if [ "$static" = 1 ]; then export RUSTFLAGS="$RUSTFLAGS -C target-feature=+crt-static"; fi
+
 (cd "$root" && cargo "${args[@]}") >&2
 mkdir -p "$(dirname "$shipped")"
 objcopy --strip-all "$bin" "$shipped.tmp"

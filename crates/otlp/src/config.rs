@@ -38,12 +38,12 @@ pub struct Config {
     /// (HTTP) or `http://localhost:4317` (gRPC).
     pub endpoint: Option<String>,
     /// `OTEL_EXPORTER_OTLP_HEADERS` and then `OTEL_EXPORTER_OTLP_TRACES_HEADERS`, their
-    /// values percent-decoded: sent with each gRPC export (a traces header replaces a
-    /// general one of the same name).
+    /// values percent-decoded: sent with each export (a traces header replaces a general
+    /// one of the same name).
     pub headers: Vec<(String, String)>,
     /// `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE`, else `OTEL_EXPORTER_OTLP_CERTIFICATE`: a
     /// PEM file of CA certificates trusted beside the webpki roots for an `https://`
-    /// gRPC collector.
+    /// collector.
     pub certificate: Option<std::path::PathBuf>,
 }
 
@@ -87,18 +87,17 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
     }
     let traces_endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
     let general_endpoint = get("OTEL_EXPORTER_OTLP_ENDPOINT");
-    let endpoint = traces_endpoint.clone().or(general_endpoint.clone());
+    let endpoint = match (&traces_endpoint, &general_endpoint) {
+        (Some(e), _) => Some(("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", e)),
+        (None, Some(e)) => Some(("OTEL_EXPORTER_OTLP_ENDPOINT", e)),
+        (None, None) => None,
+    };
     if exporter.is_none() && endpoint.is_none() {
         return Ok(None);
     }
-    if let Some(e) = &endpoint
+    if let Some((var, e)) = endpoint
         && !(e.starts_with("http://") || e.starts_with("https://"))
     {
-        let var = if get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some() {
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-        } else {
-            "OTEL_EXPORTER_OTLP_ENDPOINT"
-        };
         return Err(bad(var, e, "expected an http:// or https:// URL"));
     }
     let protocol = match [

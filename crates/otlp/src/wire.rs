@@ -53,13 +53,12 @@ type Io = TokioIo<Either<TcpStream, TlsStream<TcpStream>>>;
 struct Collector {
     host: String,
     port: u16,
-    /// `scheme://authority`, as messages name it.
-    base: String,
-    authority: HeaderValue,
-    /// What is posted to: `/v1/traces` (or the path the traces endpoint gives) for HTTP,
-    /// the `Export` method for gRPC.
-    path: String,
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// What each request names: the path for HTTP/1.1 (`/v1/traces`, or the traces
+    /// endpoint's), the whole URL of the `Export` method for HTTP/2.
+    target: Uri,
+    /// The URL posted to, as messages name it.
+    url: String,
 }
 
 enum Sender {
@@ -93,6 +92,7 @@ impl Sender {
 pub(crate) struct OtlpExporter {
     protocol: Protocol,
     collector: Collector,
+    /// Every request's headers: the protocol's, `user-agent`, then the configured ones.
     headers: HeaderMap,
     timeout: Duration,
     resource: ResourceAttributesWithSchema,
@@ -116,25 +116,54 @@ fn endpoint(config: &Config) -> String {
 impl OtlpExporter {
     /// Checks the endpoint, headers and certificate `config` names.
     pub(crate) fn new(config: &Config, resource: &Resource) -> Result<OtlpExporter, String> {
-        let url = endpoint(config);
-        let uri: Uri = url
+        let given = endpoint(config);
+        let uri: Uri = given
             .parse()
-            .map_err(|e| format!("the endpoint {url:?} is not a URL: {e}"))?;
+            .map_err(|e| format!("the endpoint {given:?} is not a URL: {e}"))?;
         let secure = uri.scheme_str() == Some("https");
         let host = uri
             .host()
             .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("the endpoint {url:?} names no host"))?;
+            .ok_or_else(|| format!("the endpoint {given:?} names no host"))?;
         let authority = uri.authority().map_or(host, |a| a.as_str());
-        let path = match config.protocol {
-            Protocol::Grpc => EXPORT.to_owned(),
-            Protocol::HttpProtobuf => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+        let base = format!("{}://{authority}", if secure { "https" } else { "http" });
+        let fixed = |name: &'static str, value: &str| {
+            HeaderValue::try_from(value)
+                .map(|v| (HeaderName::from_static(name), v))
+                .map_err(|_| format!("the endpoint {given:?} gives an unusable {name}"))
         };
-        let alpn: &[u8] = match config.protocol {
-            Protocol::Grpc => b"h2",
-            Protocol::HttpProtobuf => b"http/1.1",
+        // HTTP/1.1 takes the path and a Host header; HTTP/2 the whole URI, whose scheme and
+        // authority become its pseudo-headers.
+        let (path, alpn, protocol_headers): (&str, &[u8], _) = match config.protocol {
+            Protocol::HttpProtobuf => (
+                uri.path_and_query().map_or("/", |p| p.as_str()),
+                b"http/1.1",
+                vec![
+                    fixed("host", authority)?,
+                    fixed("content-type", "application/x-protobuf")?,
+                ],
+            ),
+            Protocol::Grpc => (
+                EXPORT,
+                b"h2",
+                vec![
+                    fixed("content-type", "application/grpc")?,
+                    fixed("te", "trailers")?,
+                    fixed("grpc-timeout", &format!("{}m", config.timeout.as_millis()))?,
+                ],
+            ),
+        };
+        let url = format!("{base}{path}");
+        let target = match config.protocol {
+            Protocol::HttpProtobuf => path,
+            Protocol::Grpc => &url,
         };
         let mut headers = HeaderMap::new();
+        headers.extend(protocol_headers);
+        headers.insert(
+            "user-agent",
+            HeaderValue::from_static(concat!("toolwright/", env!("CARGO_PKG_VERSION"))),
+        );
         for (k, v) in &config.headers {
             let name = HeaderName::try_from(k.as_str())
                 .map_err(|_| format!("{k:?} is not a header name"))?;
@@ -150,15 +179,15 @@ impl OtlpExporter {
                     .trim_end_matches(']')
                     .to_owned(),
                 port: uri.port_u16().unwrap_or(if secure { 443 } else { 80 }),
-                base: format!("{}://{authority}", if secure { "https" } else { "http" }),
-                authority: HeaderValue::try_from(authority)
-                    .map_err(|_| format!("the endpoint {url:?} has an unusable host"))?,
-                path,
                 tls: if secure {
                     Some(tls_config(config.certificate.as_deref(), alpn)?)
                 } else {
                     None
                 },
+                target: target
+                    .parse()
+                    .map_err(|e| format!("the endpoint {given:?} is not a URL: {e}"))?,
+                url,
             },
             headers,
             timeout: config.timeout,
@@ -183,7 +212,7 @@ impl OtlpExporter {
         };
         outcome.map_err(|e| {
             self.connection = None;
-            format!("{}{}: {e}", self.collector.base, self.collector.path)
+            format!("{}: {e}", self.collector.url)
         })
     }
 
@@ -192,14 +221,14 @@ impl OtlpExporter {
             Some(s) if !s.is_closed() => (s, true),
             _ => (self.connect().await?, false),
         };
-        let response = match sender.send(self.request(body.clone())?).await {
+        let response = match sender.send(self.request(body.clone())).await {
             Ok(response) => response,
             // A kept connection that the collector closed while it sat idle, before this
             // request got through: once more, on a new one.
             Err(e) if kept && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) => {
                 sender = self.connect().await?;
                 sender
-                    .send(self.request(body)?)
+                    .send(self.request(body))
                     .await
                     .map_err(|e| e.to_string())?
             }
@@ -241,30 +270,13 @@ impl OtlpExporter {
         Ok(())
     }
 
-    /// The export request carrying `body`, with the configured headers.
-    fn request(&self, body: Bytes) -> Result<Request<Full<Bytes>>, String> {
-        let c = &self.collector;
-        let mut request = match self.protocol {
-            // HTTP/1.1 takes the path and a Host header; HTTP/2 the whole URI, whose scheme
-            // and authority become its pseudo-headers.
-            Protocol::HttpProtobuf => Request::post(c.path.as_str())
-                .header("host", c.authority.clone())
-                .header("content-type", "application/x-protobuf"),
-            Protocol::Grpc => Request::post(format!("{}{}", c.base, c.path))
-                .header("content-type", "application/grpc")
-                .header("te", "trailers")
-                .header("grpc-timeout", format!("{}m", self.timeout.as_millis())),
-        }
-        .header(
-            "user-agent",
-            concat!("toolwright/", env!("CARGO_PKG_VERSION")),
-        )
-        .body(Full::new(body))
-        .map_err(|e| format!("building the request: {e}"))?;
-        for (k, v) in &self.headers {
-            request.headers_mut().insert(k, v.clone());
-        }
-        Ok(request)
+    /// The export request carrying `body`.
+    fn request(&self, body: Bytes) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = hyper::Method::POST;
+        *request.uri_mut() = self.collector.target.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
     }
 
     async fn connect(&self) -> Result<Sender, String> {

@@ -70,7 +70,8 @@ fn the_exporter_checks_what_it_is_given() {
     .unwrap();
     assert_eq!(ok.collector.host, "::1");
     assert_eq!(ok.collector.port, 4318);
-    assert_eq!(ok.collector.path, "/v1/traces");
+    assert_eq!(ok.collector.target, "/v1/traces");
+    assert_eq!(ok.collector.url, "https://[::1]:4318/v1/traces");
     assert_eq!(ok.headers["api-key"], "a b", "percent-decoded");
     assert!(ok.collector.tls.is_some());
 }

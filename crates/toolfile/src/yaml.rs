@@ -57,13 +57,6 @@ enum Open {
     Map(Map<String, Value>, Option<String>),
 }
 
-/// What an event that completes a value was.
-enum Kind {
-    End,
-    Scalar,
-    Alias,
-}
-
 struct Frame {
     open: Open,
     anchor: usize,
@@ -84,13 +77,12 @@ pub fn to_json(text: &str) -> Result<Value, YamlError> {
     let mut total = 0usize;
     let mut document: Option<Value> = None;
     loop {
-        let (event, at) = parser.next_token().map_err(|e| YamlError {
-            line: e.marker().line().max(1),
-            column: e.marker().col() + 1,
-            message: e.info().to_owned(),
-        })?;
-        let event_kind;
-        let (value, values, anchor) = match event {
+        let (event, at) = parser
+            .next_token()
+            .map_err(|e| error(*e.marker(), e.info()))?;
+        // `values`: how many the value holds; `added`: how many of them are new to `total`
+        // (a container's were counted as they came, an alias repeats all of its anchor's).
+        let (value, values, added, anchor) = match event {
             Event::StreamEnd => break,
             Event::Nothing | Event::StreamStart | Event::DocumentEnd => continue,
             Event::DocumentStart => {
@@ -128,28 +120,19 @@ pub fn to_json(text: &str) -> Result<Value, YamlError> {
                     Open::Seq(items) => Value::Array(items),
                     Open::Map(members, _) => Value::Object(members),
                 };
-                event_kind = Kind::End;
-                (value, frame.values, frame.anchor)
+                (value, frame.values, 0, frame.anchor)
             }
             Event::Scalar(text, style, anchor, tag) => {
-                event_kind = Kind::Scalar;
-                (scalar(text, style, tag.as_ref(), at)?, 1, anchor)
+                (scalar(text, style, tag.as_ref(), at)?, 1, 1, anchor)
             }
             Event::Alias(id) => {
                 let (value, values) = anchors
                     .get(&id)
                     .ok_or_else(|| error(at, "an alias of an anchor not defined before it"))?;
-                event_kind = Kind::Alias;
-                (value.clone(), *values, 0)
+                (value.clone(), *values, *values, 0)
             }
         };
-        // A container's values were counted as they came; a scalar is one; an alias
-        // repeats all of its anchor's.
-        total += match event_kind {
-            Kind::End => 0,
-            Kind::Scalar => 1,
-            Kind::Alias => values,
-        };
+        total += added;
         if total > MAX_VALUES {
             return Err(error(
                 at,

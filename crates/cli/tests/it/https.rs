@@ -20,7 +20,7 @@ use crate::client::{HttpPeer, code, s, stderr, stdout};
 use crate::util::bin;
 
 /// A CA, written to `ca.pem` in a directory of its own, and a server certificate it signed.
-struct Pki {
+pub(crate) struct Pki {
     dir: tempfile::TempDir,
     chain: Vec<CertificateDer<'static>>,
     key: PrivatePkcs8KeyDer<'static>,
@@ -28,7 +28,7 @@ struct Pki {
 
 impl Pki {
     /// A CA, and a certificate for `names` (DNS names or IP addresses) signed by it.
-    fn new(names: &[&str]) -> Pki {
+    pub(crate) fn new(names: &[&str]) -> Pki {
         Self::make(names, false)
     }
 
@@ -56,7 +56,7 @@ impl Pki {
         }
         let leaf = leaf.signed_by(&leaf_key, &issuer).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("ca.pem"), pem(ca_cert.der())).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), pem("CERTIFICATE", ca_cert.der())).unwrap();
         Pki {
             dir,
             chain: vec![leaf.der().clone()],
@@ -64,8 +64,17 @@ impl Pki {
         }
     }
 
-    fn ca(&self) -> PathBuf {
+    pub(crate) fn ca(&self) -> PathBuf {
         self.dir.path().join("ca.pem")
+    }
+
+    /// The server certificate and its key as PEM files beside `ca.pem` (`cert.pem`,
+    /// `key.pem`), for a server that reads them itself.
+    pub(crate) fn leaf_files(&self) -> (PathBuf, PathBuf) {
+        let (cert, key) = (self.file("cert.pem"), self.file("key.pem"));
+        std::fs::write(&cert, pem("CERTIFICATE", &self.chain[0])).unwrap();
+        std::fs::write(&key, pem("PRIVATE KEY", self.key.secret_pkcs8_der())).unwrap();
+        (cert, key)
     }
 
     /// A file in the directory (beside `ca.pem`).
@@ -74,16 +83,17 @@ impl Pki {
     }
 }
 
-/// A certificate in PEM: its DER in base64, 64 characters a line, between the markers.
-fn pem(der: &[u8]) -> String {
+/// `der` in PEM under `tag` (`CERTIFICATE`, `PRIVATE KEY`): base64, 64 characters a line,
+/// between the markers.
+fn pem(tag: &str, der: &[u8]) -> String {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    let mut out = format!("-----BEGIN {tag}-----\n");
     for line in b64.as_bytes().chunks(64) {
         out.push_str(std::str::from_utf8(line).unwrap());
         out.push('\n');
     }
-    out.push_str("-----END CERTIFICATE-----\n");
+    out.push_str(&format!("-----END {tag}-----\n"));
     out
 }
 

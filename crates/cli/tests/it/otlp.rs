@@ -120,12 +120,17 @@ impl Drop for Collector {
 }
 
 fn start_env(args: &[&str], cwd: &Path, env: &[(String, String)]) -> Server {
+    with_env(env, |env| Server::start_with_env(args, Some(cwd), env))
+}
+
+/// `env` as the `(&str, &Path)` pairs that `Server`'s constructors take, handed to `start`.
+fn with_env<R>(env: &[(String, String)], start: impl FnOnce(&[(&str, &Path)]) -> R) -> R {
     let env: Vec<(&str, PathBuf)> = env
         .iter()
         .map(|(k, v)| (k.as_str(), PathBuf::from(v)))
         .collect();
     let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
-    Server::start_with_env(args, Some(cwd), &env)
+    start(&env)
 }
 
 fn attr<'a>(span: &'a Value, name: &str) -> &'a Value {
@@ -546,26 +551,8 @@ fn a_bad_otel_setting_is_a_start_up_error() {
 /// stderr, and serving goes on.
 #[test]
 fn export_to_an_https_collector_trusts_the_configured_ca_and_sends_the_headers() {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let dir = tempfile::tempdir().unwrap();
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    let (ca_pem, cert, key) = (
-        dir.path().join("ca.pem"),
-        dir.path().join("cert.pem"),
-        dir.path().join("key.pem"),
-    );
-    std::fs::write(&ca_pem, pem("CERTIFICATE", ca_cert.der())).unwrap();
-    std::fs::write(&cert, pem("CERTIFICATE", leaf.der())).unwrap();
-    std::fs::write(&key, pem("PRIVATE KEY", &leaf_key.serialize_der())).unwrap();
+    let pki = crate::https::Pki::new(&["localhost"]);
+    let (ca_pem, (cert, key)) = (pki.ca(), pki.leaf_files());
     let Some(mut rx) =
         Collector::start_with(&["--tls", cert.to_str().unwrap(), key.to_str().unwrap()])
     else {
@@ -592,12 +579,9 @@ fn export_to_an_https_collector_trusts_the_configured_ca_and_sends_the_headers()
                     ca_pem.display().to_string(),
                 ));
             }
-            let env: Vec<(&str, PathBuf)> = env
-                .iter()
-                .map(|(k, v)| (k.as_str(), PathBuf::from(v)))
-                .collect();
-            let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
-            let mut s = Server::start_logged_with_env(&["--no-watch"], &env);
+            let mut s = with_env(&env, |env| {
+                Server::start_logged_with_env(&["--no-watch"], env)
+            });
             let r = s.request(
                 "tools/call",
                 json!({"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": modern_meta()}),
@@ -618,17 +602,4 @@ fn export_to_an_https_collector_trusts_the_configured_ca_and_sends_the_headers()
             }
         }
     }
-}
-
-/// `der` in PEM under `tag`: base64, 64 characters a line, between the markers.
-fn pem(tag: &str, der: &[u8]) -> String {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {tag}-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        out.push_str(std::str::from_utf8(line).unwrap());
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {tag}-----\n"));
-    out
 }
