@@ -1,7 +1,9 @@
 //! The operator's endpoints beside MCP: `/metrics` (OpenMetrics text of the server's
 //! telemetry), `/healthz` (the process answers) and `/readyz` (the start-up tools are
-//! loaded and every configured readiness check passes). They sit behind the same Host,
-//! Origin and bearer-token checks as the MCP endpoint.
+//! loaded and every configured readiness check passes). They sit behind the same Host and
+//! Origin checks as the MCP endpoint; `/metrics` behind its bearer token too, while
+//! `/healthz` and `/readyz` answer probes without one (which send none), saying no more
+//! than the status until the token is shown.
 
 use crate::body::Body;
 use crate::respond::{JSON, refuse, respond};
@@ -36,8 +38,14 @@ fn json_body(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
     r
 }
 
-/// The answer of `which` to a request with `method`.
-pub(crate) fn serve(shared: &Shared, which: Endpoint, method: &Method) -> Response<Body> {
+/// The answer of `which` to a request with `method`; `authorized`: it showed the bearer
+/// token (or none is needed), so `/readyz` may say what is not ready.
+pub(crate) fn serve(
+    shared: &Shared,
+    which: Endpoint,
+    method: &Method,
+    authorized: bool,
+) -> Response<Body> {
     if !matches!(*method, Method::GET | Method::HEAD) {
         let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, None, "use GET");
         r.headers_mut()
@@ -75,12 +83,20 @@ pub(crate) fn serve(shared: &Shared, which: Endpoint, method: &Method) -> Respon
             if shared.shutdown.is_cancelled() {
                 problems.push("the server is shutting down".to_owned());
             }
-            if problems.is_empty() {
-                let tools = server.registered().len();
-                json_body(StatusCode::OK, &json!({"status": "ready", "tools": tools}))
-            } else {
-                let body = json!({"status": "not ready", "problems": problems});
-                json_body(StatusCode::SERVICE_UNAVAILABLE, &body)
+            match (problems.is_empty(), authorized) {
+                (true, true) => {
+                    let tools = server.registered().len();
+                    json_body(StatusCode::OK, &json!({"status": "ready", "tools": tools}))
+                }
+                (true, false) => json_body(StatusCode::OK, &json!({"status": "ready"})),
+                (false, true) => {
+                    let body = json!({"status": "not ready", "problems": problems});
+                    json_body(StatusCode::SERVICE_UNAVAILABLE, &body)
+                }
+                (false, false) => json_body(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &json!({"status": "not ready"}),
+                ),
             }
         }
     }

@@ -201,10 +201,16 @@ async fn route(shared: &Arc<Shared>, client: Client, req: Request<Incoming>) -> 
     if shared.config.ops_endpoints
         && let Some(which) = crate::ops::Endpoint::of(path)
     {
-        if let Err(r) = shared.guard.check_token(req.headers()) {
+        // Probes (a kubelet's, a load balancer's) send no token: /healthz and /readyz answer
+        // without one, saying only whether the server is up and ready; the details of what
+        // is not ready, and /metrics, need it.
+        let authorized = shared.guard.check_token(req.headers());
+        if let Err(r) = authorized
+            && which == crate::ops::Endpoint::Metrics
+        {
             return refusal(shared, r);
         }
-        return crate::ops::serve(shared, which, req.method());
+        return crate::ops::serve(shared, which, req.method(), authorized.is_ok());
     }
     if let Some((paths, doc)) = &shared.metadata
         && paths.iter().any(|p| p == path)

@@ -2,10 +2,11 @@
 //! file, line and column.
 
 use crate::error::{FileProblem, Location, Problem, Seg};
-use crate::locate;
+use crate::locate::{self, Index};
 use crate::model::{FILE_KEYS, FileSpec};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 /// A file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +32,8 @@ impl Format {
 }
 
 /// The tools of one file as written: each item's value, where the list is, and the text
-/// (to place problems).
+/// (to place problems: its places are read once, on the first problem placed, so `text`
+/// must not change after that).
 #[derive(Debug, Clone)]
 pub struct Document {
     /// The file.
@@ -49,6 +51,10 @@ pub struct Document {
     pub servers: Vec<(String, Value)>,
     /// `gateway:` as written.
     pub gateway: Option<Value>,
+    /// Where each member and item of `text` is, read on first use.
+    index: OnceLock<Arc<Index>>,
+    /// `builtins:` as written (`all`, or a list of built-in tools' names).
+    pub builtins: Option<Value>,
 }
 
 impl Document {
@@ -97,11 +103,7 @@ impl Document {
         };
         let placed = |key: &str, message: String| {
             let path = [Seg::Key(key.to_owned())];
-            let location = match format {
-                Format::Yaml | Format::Json => locate::in_yaml(&text, &path),
-                Format::Toml => locate::in_toml(&text, &path),
-            };
-            problem(location, message)
+            problem(Index::of(format, &text).locate(&path), message)
         };
         if let Value::Object(members) = &value {
             if members.is_empty() {
@@ -111,7 +113,7 @@ impl Document {
                 return Err(placed(
                     key,
                     format!(
-                        "unknown member `{key}`: a file holds `tools:`, `servers:` and `gateway:`"
+                        "unknown member `{key}`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
                     ),
                 ));
             }
@@ -133,16 +135,18 @@ impl Document {
                 }
             }
         }
-        let (tools, bare, servers, gateway) = match serde_json::from_value::<FileSpec>(value) {
-            Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None),
-            Ok(FileSpec::Tools(f)) => (
-                f.tools,
-                false,
-                f.servers.unwrap_or_default().into_iter().collect(),
-                f.gateway,
-            ),
-            Err(_) => return Err(shape_error()),
-        };
+        let (tools, bare, servers, gateway, builtins) =
+            match serde_json::from_value::<FileSpec>(value) {
+                Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None, None),
+                Ok(FileSpec::Tools(f)) => (
+                    f.tools,
+                    false,
+                    f.servers.unwrap_or_default().into_iter().collect(),
+                    f.gateway,
+                    f.builtins,
+                ),
+                Err(_) => return Err(shape_error()),
+            };
         Ok(Document {
             file: file.to_owned(),
             format,
@@ -151,6 +155,8 @@ impl Document {
             bare,
             servers,
             gateway,
+            builtins,
+            index: OnceLock::new(),
         })
     }
 
@@ -194,10 +200,9 @@ impl Document {
 
     /// Where `path` (from the file's root: `servers.NAME.command`) is.
     pub fn locate_path(&self, path: &[Seg]) -> Option<Location> {
-        match self.format {
-            Format::Yaml | Format::Json => locate::in_yaml(&self.text, path),
-            Format::Toml => locate::in_toml(&self.text, path),
-        }
+        self.index
+            .get_or_init(|| Arc::new(Index::of(self.format, &self.text)))
+            .locate(path)
     }
 
     /// A problem whose path starts at the file's root (`servers.NAME.url`), placed.
@@ -265,7 +270,7 @@ mod tests {
     fn a_wrong_top_level_is_placed() {
         assert_eq!(
             parse("f.yaml", "tools: []\nserver:\n  a: {}\n").unwrap_err(),
-            "f.yaml:2:1: unknown member `server`: a file holds `tools:`, `servers:` and `gateway:`"
+            "f.yaml:2:1: unknown member `server`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
         );
         assert_eq!(
             parse("f.yaml", "servers:\n  - a\n").unwrap_err(),
@@ -273,7 +278,7 @@ mod tests {
         );
         assert_eq!(
             parse("f.toml", "x = 1\ntools = 3\n").unwrap_err(),
-            "f.toml:1:1: unknown member `x`: a file holds `tools:`, `servers:` and `gateway:`"
+            "f.toml:1:1: unknown member `x`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
         );
         assert!(
             parse("f.json", "{}")

@@ -13,6 +13,7 @@
 //!   its action (templates by position, shells, shared refusals).
 //! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.
 //! - [`config`]: those settings checked and the files merged ([`read_config`]).
+//! - [`builtins`]: which built-in tools the files ask for (`builtins:`).
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`error`]: load, compile and template errors.
 
@@ -25,6 +26,7 @@ macro_rules! table {
     }};
 }
 
+pub mod builtins;
 pub mod config;
 pub mod document;
 pub mod error;

@@ -14,7 +14,7 @@ use std::time::Duration;
 #[serde(untagged)]
 pub enum FileSpec {
     /// `tools: [...]`, `servers: {...}`, `gateway: {...}`.
-    Tools(ToolsFile),
+    Tools(Box<ToolsFile>),
     /// `[...]`.
     Bare(Vec<Value>),
 }
@@ -31,7 +31,7 @@ impl FileSpec {
 }
 
 /// The members of a file that is a mapping.
-pub const FILE_KEYS: &[&str] = &["tools", "servers", "gateway"];
+pub const FILE_KEYS: &[&str] = &["tools", "servers", "gateway", "builtins"];
 
 /// `{tools: [...], servers: {...}, gateway: {...}}`: declared tools, upstream servers
 /// (each read into a [`crate::servers::ServerSpec`] on its own) and the gateway's settings.
@@ -47,6 +47,10 @@ pub struct ToolsFile {
     /// `gateway:` as written.
     #[serde(default)]
     pub gateway: Option<Value>,
+    /// `builtins:` as written: which built-in tools the file asks for (read by
+    /// [`crate::builtins::read`]).
+    #[serde(default)]
+    pub builtins: Option<Value>,
 }
 
 /// One declared tool: the MCP `Tool` fields, an action and how its output is shaped.

@@ -8,7 +8,8 @@
 //!
 //! Every tool here has a title, a description a model can act on (what it does, what it
 //! returns, when to use it), an `outputSchema`, and honest annotations. [`builtin`] lists
-//! them; [`register_all`] registers them on a server.
+//! them ([`NAMES`] names them); [`register_all`] registers them on a server, [`register_where`]
+//! those a filter accepts.
 
 pub mod arith;
 mod integers;
@@ -39,10 +40,36 @@ pub fn builtin(options: &Options) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+
+/// The built-in tools' names, in registration order (what a tool file's `builtins:` may
+/// name).
+pub const NAMES: &[&str] = &["add", "multiply", "search_files", "take_screenshot"];
+
 /// Registers every built-in tool on `server`.
 pub fn register_all(server: &Server, options: &Options) -> Result<(), RegisterError> {
+    register_where(server, options, |_| true)
+}
+
+/// Registers the built-in tools whose names `wanted` accepts.
+pub fn register_where(
+    server: &Server,
+    options: &Options,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<(), RegisterError> {
     for tool in builtin(options) {
-        server.register_arc(tool)?;
+        if wanted(&tool.definition().name) {
+            server.register_arc(tool)?;
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_the_builtin_tools_in_order() {
+        let tools = super::builtin(&super::Options::default());
+        let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
+        assert_eq!(names, super::NAMES);
+    }
 }

@@ -150,12 +150,32 @@ fn the_operator_endpoints_sit_behind_the_same_checks() {
         &["--auth-token-env", "TW_METRICS_TOKEN"],
         &[("TW_METRICS_TOKEN", "s3cret-token-for-metrics")],
     );
+    assert_eq!(
+        s.send("GET", "/metrics", &[], b"").status,
+        401,
+        "/metrics without a token"
+    );
+    // Probes send no token: health and readiness answer them, with the status alone.
+    let r = s.send("GET", "/healthz", &[], b"");
+    assert_eq!((r.status, r.json()), (200, json!({"status": "ok"})));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let r = loop {
+        let r = s.send("GET", "/readyz", &[], b"");
+        if r.status == 200 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        assert_eq!((r.status, r.json()), (503, json!({"status": "not ready"})));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!((r.status, r.json()), (200, json!({"status": "ready"})));
+    let bearer = [("authorization", "Bearer s3cret-token-for-metrics")];
+    assert!(s.send("GET", "/readyz", &bearer, b"").json()["tools"].is_u64());
+    let wrong = [("authorization", "Bearer not-the-token")];
+    assert_eq!(
+        s.send("GET", "/readyz", &wrong, b"").json(),
+        json!({"status": "ready"})
+    );
     for path in ["/metrics", "/healthz", "/readyz"] {
-        assert_eq!(
-            s.send("GET", path, &[], b"").status,
-            401,
-            "{path} without a token"
-        );
         let ok = s.send(
             "GET",
             path,
