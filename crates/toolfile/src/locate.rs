@@ -1,164 +1,237 @@
 //! Where a path (`tools[2].command[3]`) is in a file's text, so a problem found after the
 //! file parsed can still name its line and column.
 //!
-//! YAML and JSON (a subset of YAML's flow style) are walked as `yaml-rust2` events, which
-//! carry positions; TOML through `toml`'s spanned document. When the path is not all there
-//! (a member that is missing), the deepest part that is gives the place.
+//! The text is read once into an [`Index`]: the place of every member and item, as a tree
+//! that mirrors the document. Placing a path then walks that tree, so placing many problems
+//! costs one parse of the text, not one per problem. YAML and JSON (a subset of YAML's flow
+//! style) are read as `yaml-rust2` events, which carry positions; TOML through `toml`'s
+//! spanned document. When the path is not all there (a member that is missing), the deepest
+//! part that is gives the place.
 
+use crate::document::Format;
 use crate::error::{Location, Seg};
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::Marker;
 
-/// The place of `path` in a YAML or JSON text.
-pub fn in_yaml(text: &str, path: &[Seg]) -> Option<Location> {
-    let mut parser = Parser::new_from_str(text);
-    let mut walk = YamlWalk {
-        target: path,
-        best: None,
-        here: Vec::new(),
-    };
-    loop {
-        match parser.next_token() {
-            Ok((Event::StreamEnd, _)) | Err(_) => break,
-            Ok((Event::StreamStart | Event::DocumentStart, _)) => continue,
-            Ok((ev, mark)) => {
-                if walk.node(&mut parser, ev, mark).is_err() {
-                    break;
+/// The place of every member and item of one text.
+#[derive(Debug, Default)]
+pub struct Index {
+    root: Option<Node>,
+}
+
+/// One value: where it is (for a member, where its key is) and what it holds.
+#[derive(Debug)]
+struct Node {
+    at: Location,
+    kids: Kids,
+}
+
+#[derive(Debug, Default)]
+enum Kids {
+    #[default]
+    Leaf,
+    Seq(Vec<Node>),
+    Map(Vec<(String, Node)>),
+}
+
+impl Node {
+    fn new(at: Location) -> Node {
+        Node {
+            at,
+            kids: Kids::Leaf,
+        }
+    }
+
+    fn child(&self, seg: &Seg) -> Option<&Node> {
+        match (seg, &self.kids) {
+            (Seg::Index(i), Kids::Seq(items)) => items.get(*i),
+            (Seg::Key(k), Kids::Map(members)) => {
+                members.iter().find(|(key, _)| key == k).map(|(_, n)| n)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Index {
+    /// Reads a text of `format`.
+    pub fn of(format: Format, text: &str) -> Index {
+        match format {
+            Format::Yaml | Format::Json => Index::yaml(text),
+            Format::Toml => Index::toml(text),
+        }
+    }
+
+    /// Reads a YAML or JSON text (its first document).
+    pub fn yaml(text: &str) -> Index {
+        let mut parser = Parser::new_from_str(text);
+        loop {
+            match parser.next_token() {
+                Ok((Event::StreamEnd, _)) | Err(_) => return Index::default(),
+                Ok((Event::StreamStart | Event::DocumentStart, _)) => continue,
+                Ok((ev, mark)) => {
+                    let mut root = Node::new(yaml_location(mark));
+                    // A text that stops parsing keeps the places read before it stopped.
+                    let _ = yaml_fill(&mut parser, ev, &mut root);
+                    return Index { root: Some(root) };
                 }
-                // Only the first document holds the tools.
-                break;
             }
         }
     }
-    walk.best.map(|(_, m)| Location {
+
+    /// Reads a TOML text.
+    pub fn toml(text: &str) -> Index {
+        use toml::de::DeTable;
+        let Ok(doc) = DeTable::parse(text) else {
+            return Index {
+                root: Some(Node::new(Location { line: 1, column: 1 })),
+            };
+        };
+        let lines = Lines::of(text);
+        let mut root = Node::new(lines.location(doc.span().start));
+        root.kids = toml_table(doc.get_ref(), &lines);
+        Index { root: Some(root) }
+    }
+
+    /// The place of `path`, or of the deepest part of it that is in the text.
+    pub fn locate(&self, path: &[Seg]) -> Option<Location> {
+        let mut here = self.root.as_ref()?;
+        for seg in path {
+            match here.child(seg) {
+                Some(next) => here = next,
+                None => break,
+            }
+        }
+        Some(here.at)
+    }
+}
+
+fn yaml_location(m: Marker) -> Location {
+    Location {
         line: m.line(),
         column: m.col() + 1,
-    })
-}
-
-struct YamlWalk<'p> {
-    target: &'p [Seg],
-    best: Option<(usize, Marker)>,
-    here: Vec<Seg>,
-}
-
-impl YamlWalk<'_> {
-    fn record(&mut self, mark: Marker) {
-        let depth = self.here.len();
-        if self.target.starts_with(&self.here) && self.best.is_none_or(|(d, _)| depth > d) {
-            self.best = Some((depth, mark));
-        }
     }
+}
 
-    fn node(
-        &mut self,
-        p: &mut Parser<std::str::Chars<'_>>,
-        ev: Event,
-        mark: Marker,
-    ) -> Result<(), ()> {
-        self.record(mark);
-        match ev {
-            Event::SequenceStart(..) => {
-                let mut i = 0;
-                loop {
-                    let (ev, mark) = p.next_token().map_err(|_| ())?;
-                    if matches!(ev, Event::SequenceEnd) {
-                        return Ok(());
-                    }
-                    self.here.push(Seg::Index(i));
-                    let r = self.node(p, ev, mark);
-                    self.here.pop();
-                    r?;
-                    i += 1;
+/// Reads the value that starts with `ev` into `node`, member by member and item by item.
+fn yaml_fill(p: &mut Parser<std::str::Chars<'_>>, ev: Event, node: &mut Node) -> Result<(), ()> {
+    match ev {
+        Event::SequenceStart(..) => {
+            node.kids = Kids::Seq(Vec::new());
+            loop {
+                let (ev, mark) = p.next_token().map_err(|_| ())?;
+                if matches!(ev, Event::SequenceEnd) {
+                    return Ok(());
                 }
+                let Kids::Seq(items) = &mut node.kids else {
+                    unreachable!("set above")
+                };
+                items.push(Node::new(yaml_location(mark)));
+                let item = items.last_mut().ok_or(())?;
+                yaml_fill(p, ev, item)?;
             }
-            Event::MappingStart(..) => loop {
+        }
+        Event::MappingStart(..) => {
+            node.kids = Kids::Map(Vec::new());
+            loop {
                 let (ev, mark) = p.next_token().map_err(|_| ())?;
                 let key = match ev {
                     Event::MappingEnd => return Ok(()),
                     Event::Scalar(k, ..) => k,
                     other => {
                         // A complex key: skip it and its value.
-                        self.skip(p, other)?;
+                        yaml_skip(p, other)?;
                         let (ev, _) = p.next_token().map_err(|_| ())?;
-                        self.skip(p, ev)?;
+                        yaml_skip(p, ev)?;
                         continue;
                     }
                 };
-                self.here.push(Seg::Key(key));
-                self.record(mark);
-                let (ev, mark) = p.next_token().map_err(|_| ())?;
-                let r = self.node(p, ev, mark);
-                self.here.pop();
-                r?;
-            },
-            _ => Ok(()),
-        }
-    }
-
-    fn skip(&mut self, p: &mut Parser<std::str::Chars<'_>>, ev: Event) -> Result<(), ()> {
-        let mut depth = match ev {
-            Event::SequenceStart(..) | Event::MappingStart(..) => 1,
-            _ => return Ok(()),
-        };
-        while depth > 0 {
-            match p.next_token().map_err(|_| ())?.0 {
-                Event::SequenceStart(..) | Event::MappingStart(..) => depth += 1,
-                Event::SequenceEnd | Event::MappingEnd => depth -= 1,
-                _ => {}
+                let Kids::Map(members) = &mut node.kids else {
+                    unreachable!("set above")
+                };
+                members.push((key, Node::new(yaml_location(mark))));
+                let (_, member) = members.last_mut().ok_or(())?;
+                let (ev, _) = p.next_token().map_err(|_| ())?;
+                yaml_fill(p, ev, member)?;
             }
         }
-        Ok(())
+        _ => Ok(()),
     }
 }
 
-/// The place of `path` in a TOML text.
-pub fn in_toml(text: &str, path: &[Seg]) -> Option<Location> {
-    use toml::de::{DeTable, DeValue};
-    let doc = DeTable::parse(text).ok()?;
-    let mut best = doc.span().start;
-    let mut table: Option<&DeTable<'_>> = Some(doc.get_ref());
-    let mut array: Option<&toml::de::DeArray<'_>> = None;
-    for seg in path {
-        let value = match (seg, table, array) {
-            (Seg::Key(k), Some(t), _) => {
-                let Some((key, value)) = t.iter().find(|(key, _)| key.get_ref().as_ref() == k)
-                else {
-                    break;
-                };
-                best = key.span().start;
-                value
-            }
-            (Seg::Index(i), _, Some(a)) => match a.get(*i) {
-                Some(v) => {
-                    best = v.span().start;
-                    v
-                }
-                None => break,
-            },
-            _ => break,
-        };
-        table = None;
-        array = None;
-        match value.get_ref() {
-            DeValue::Table(t) => table = Some(t),
-            DeValue::Array(a) => array = Some(a),
+fn yaml_skip(p: &mut Parser<std::str::Chars<'_>>, ev: Event) -> Result<(), ()> {
+    let mut depth = match ev {
+        Event::SequenceStart(..) | Event::MappingStart(..) => 1,
+        _ => return Ok(()),
+    };
+    while depth > 0 {
+        match p.next_token().map_err(|_| ())?.0 {
+            Event::SequenceStart(..) | Event::MappingStart(..) => depth += 1,
+            Event::SequenceEnd | Event::MappingEnd => depth -= 1,
             _ => {}
         }
     }
-    Some(location_of(text, best))
+    Ok(())
+}
+
+fn toml_table(t: &toml::de::DeTable<'_>, lines: &Lines<'_>) -> Kids {
+    Kids::Map(
+        t.iter()
+            .map(|(key, value)| {
+                let mut node = Node::new(lines.location(key.span().start));
+                node.kids = toml_kids(value.get_ref(), lines);
+                (key.get_ref().to_string(), node)
+            })
+            .collect(),
+    )
+}
+
+fn toml_kids(v: &toml::de::DeValue<'_>, lines: &Lines<'_>) -> Kids {
+    use toml::de::DeValue;
+    match v {
+        DeValue::Table(t) => toml_table(t, lines),
+        DeValue::Array(a) => Kids::Seq(
+            a.iter()
+                .map(|item| {
+                    let mut node = Node::new(lines.location(item.span().start));
+                    node.kids = toml_kids(item.get_ref(), lines);
+                    node
+                })
+                .collect(),
+        ),
+        _ => Kids::Leaf,
+    }
+}
+
+/// Where each line of a text starts, to turn byte offsets into lines and columns without
+/// counting from the start each time.
+struct Lines<'t> {
+    text: &'t str,
+    starts: Vec<usize>,
+}
+
+impl<'t> Lines<'t> {
+    fn of(text: &'t str) -> Lines<'t> {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Lines { text, starts }
+    }
+
+    fn location(&self, offset: usize) -> Location {
+        let offset = self.text.floor_char_boundary(offset.min(self.text.len()));
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        Location {
+            line,
+            column: self.text[start..offset].chars().count() + 1,
+        }
+    }
 }
 
 /// The line and column of a byte offset.
 pub fn location_of(text: &str, offset: usize) -> Location {
-    let offset = offset.min(text.len());
-    let before = &text[..text.floor_char_boundary(offset)];
-    let line = before.matches('\n').count() + 1;
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    Location {
-        line,
-        column: before[start..].chars().count() + 1,
-    }
+    Lines::of(text).location(offset)
 }
 
 #[cfg(test)]
@@ -178,7 +251,8 @@ mod tests {
 
     #[test]
     fn yaml_paths() {
-        let at = |s: &[&str]| in_yaml(YAML, &p(s)).map(|l| (l.line, l.column));
+        let index = Index::yaml(YAML);
+        let at = |s: &[&str]| index.locate(&p(s)).map(|l| (l.line, l.column));
         assert_eq!(at(&["tools", "0", "command", "2"]), Some((3, 27)));
         assert_eq!(at(&["tools", "1", "http", "url"]), Some((6, 7)));
         // A missing member: the deepest part that is there.
@@ -190,7 +264,9 @@ mod tests {
     fn json_paths() {
         let json =
             "{\n  \"tools\": [\n    {\"name\": \"a\", \"command\": [\"true\", \"{x}\"]}\n  ]\n}";
-        let l = in_yaml(json, &p(&["tools", "0", "command", "1"])).unwrap();
+        let l = Index::yaml(json)
+            .locate(&p(&["tools", "0", "command", "1"]))
+            .unwrap();
         assert_eq!((l.line, l.column), (3, 39));
     }
 
@@ -198,8 +274,31 @@ mod tests {
     fn toml_paths() {
         let toml =
             "[[tools]]\nname = \"a\"\ncommand = [\"true\", \"{x}\"]\n\n[[tools]]\nname = \"b\"\n";
-        let at = |s: &[&str]| in_toml(toml, &p(s)).map(|l| (l.line, l.column));
+        let index = Index::toml(toml);
+        let at = |s: &[&str]| index.locate(&p(s)).map(|l| (l.line, l.column));
         assert_eq!(at(&["tools", "0", "command", "1"]), Some((3, 20)));
         assert_eq!(at(&["tools", "1", "name"]), Some((6, 1)));
+    }
+
+    #[test]
+    fn offsets_become_lines_and_columns() {
+        let text = "ab\néf\n\nx";
+        table! {
+            |offset: usize, line: usize, column: usize| {
+                assert_eq!(location_of(text, offset), Location { line, column }, "{offset}");
+            };
+            (0, 1, 1); (2, 1, 3); (3, 2, 1); (4, 2, 1); (5, 2, 2); (6, 2, 3); (7, 3, 1);
+            (8, 4, 1); (9, 4, 2); (99, 4, 2);
+        }
+    }
+
+    #[test]
+    fn a_text_that_stops_parsing_keeps_what_came_before() {
+        let index = Index::yaml("tools:\n  - name: a\n  - name: [\n");
+        assert_eq!(
+            index.locate(&p(&["tools", "0", "name"])).map(|l| l.line),
+            Some(2)
+        );
+        assert_eq!(Index::yaml("").locate(&p(&["tools"])), None);
     }
 }

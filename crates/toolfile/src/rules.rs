@@ -41,7 +41,8 @@ pub fn read_part<T: DeserializeOwned>(value: &Value, key: &str) -> Option<Result
     Some(read_value(part).map_err(|p| p.under(key)))
 }
 
-/// Reads any value, a problem carrying the path inside it where serde stopped.
+/// Reads any value, a problem carrying the path inside it where serde stopped: for a
+/// member that is not known (`cmd:` for `command:`), the member itself.
 ///
 /// # Errors
 ///
@@ -49,7 +50,7 @@ pub fn read_part<T: DeserializeOwned>(value: &Value, key: &str) -> Option<Result
 pub fn read_value<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         use serde_path_to_error::Segment;
-        let at = e
+        let mut at: Vec<Seg> = e
             .path()
             .iter()
             .filter_map(|s| match s {
@@ -59,10 +60,28 @@ pub fn read_value<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
                 Segment::Unknown => None,
             })
             .collect();
-        Problem {
-            at,
-            message: e.into_inner().to_string(),
+        let message = e.into_inner().to_string();
+        if let Some(key) = unknown_member(&message)
+            && value_at(value, &at).is_some_and(|v| v.get(key).is_some())
+        {
+            at.push(Seg::Key(key.to_owned()));
         }
+        Problem { at, message }
+    })
+}
+
+/// The member serde's `deny_unknown_fields` refused, from its message (serde writes
+/// "unknown field `NAME`, expected ...").
+fn unknown_member(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(&rest[..rest.find('`')?])
+}
+
+/// The value at `at` inside `value`.
+fn value_at<'v>(value: &'v Value, at: &[Seg]) -> Option<&'v Value> {
+    at.iter().try_fold(value, |v, seg| match seg {
+        Seg::Key(k) => v.get(k),
+        Seg::Index(i) => v.get(i),
     })
 }
 
@@ -387,6 +406,24 @@ mod tests {
         for program in ["wc", "git", "shasum", "/usr/bin/bashful", "sh.py"] {
             assert_eq!(shell_of(program), None, "{program}");
         }
+    }
+
+    #[test]
+    fn an_unknown_member_is_placed_at_its_key() {
+        let tool = json!({"name": "t", "cmd": ["wc"]});
+        let p = read_spec(&tool).unwrap_err();
+        assert_eq!(p.path_text(), "cmd");
+        assert!(
+            p.message.starts_with("unknown field `cmd`"),
+            "{}",
+            p.message
+        );
+        let p = read_part::<HttpSpec>(&json!({"http": {"url": "x", "methd": "GET"}}), "http")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(p.path_text(), "http.methd");
+        assert_eq!(unknown_member("unknown field `a b`, expected"), Some("a b"));
+        assert_eq!(unknown_member("invalid type"), None);
     }
 
     #[test]
