@@ -36,6 +36,7 @@ mod mrtr;
 mod oauth_grants;
 mod otlp;
 mod peer;
+mod readme_example;
 mod screenshot;
 mod search_files;
 mod search_files_hardening;
