@@ -525,19 +525,33 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Closes a gateway's upstreams when dropped.
+struct CloseOnDrop(Option<Arc<toolwright_gateway::Gateway>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(g) = &self.0 {
+            g.shutdown();
+        }
+    }
+}
+
 fn call(a: CallArgs) -> Result<ExitCode> {
     let given = crate::call_args::Given::parse(a.json.as_deref(), &a.pairs)?;
     if a.remote.target.is_given() {
         return crate::client_cmd::call(&a, &given);
     }
     init_logging();
-    let server = build(&Settings {
+    let built = build(&Settings {
         tools: &a.tools,
         run: &a.run,
         protocol: &crate::args::defaults(),
         telemetry: None,
-    })?
-    .server;
+    })?;
+    // The gateway runs the upstreams' connections: it lives until the call is answered,
+    // and closes its upstreams however this returns.
+    let _upstreams = CloseOnDrop(built.gateway);
+    let server = built.server;
     let tools = server.tools();
     let Some(entry) = tools.get(&a.tool) else {
         let names: Vec<String> = definitions(&server).into_iter().map(|d| d.name).collect();

@@ -30,6 +30,10 @@ pub enum GatewayError {
         /// What went wrong.
         reason: String,
     },
+    /// Starting this gateway would start a gateway loop (it was started by a gateway of
+    /// the same config), or nest gateways too deep: what the loop is.
+    #[error("{0}")]
+    Loop(String),
     /// The gateway's runtime could not start.
     #[error("starting the gateway's runtime: {0}")]
     Runtime(String),

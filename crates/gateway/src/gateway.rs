@@ -13,7 +13,7 @@ use crate::error::GatewayError;
 use crate::naming::{self, Exposed};
 use crate::pin::{Pins, Verdict};
 use crate::tool::{Standing, UpstreamTool};
-use crate::upstream::{Events, Upstream};
+use crate::upstream::{Events, Shared, Upstream};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,7 +37,8 @@ const PIN_POLL: Duration = Duration::from_millis(300);
 pub struct Settings {
     /// The longest a call may take when the server spec does not say.
     pub call_timeout: Duration,
-    /// The server's roots, offered to upstreams that ask `roots/list` outside a call.
+    /// The server's own roots (`--root`). Never offered upstream: what an upstream gets
+    /// is its entry's `roots:`.
     pub roots: Vec<PathBuf>,
     /// Where each upstream session's duration is recorded (`mcp.client.session.duration`).
     pub telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
@@ -45,12 +46,15 @@ pub struct Settings {
 
 /// The gateway.
 pub struct Gateway {
-    runtime: tokio::runtime::Runtime,
+    /// Taken when the gateway is dropped, and shut down without waiting: a gateway may be
+    /// dropped on a thread of another runtime.
+    runtime: Option<tokio::runtime::Runtime>,
+    /// The config files, for the commands the gateway suggests (`toolwright trust …`).
+    files: Vec<PathBuf>,
     /// Set by [`Gateway::register_all`]; listings that arrive before are installed then.
     server: OnceLock<Server>,
     state_file: PathBuf,
     separator: String,
-    roots: Arc<Vec<String>>,
     upstreams: Mutex<Vec<Arc<Upstream>>>,
     pins: Pins,
     /// Names of built-in and declared tools: no upstream tool may take one.
@@ -84,7 +88,7 @@ impl Events for Hub {
         if method == "notifications/tools/list_changed" {
             let server = server.to_owned();
             let gw = g.clone();
-            g.runtime
+            g.handle()
                 .spawn(async move { gw.refresh_named(&server).await });
         }
     }
@@ -102,14 +106,14 @@ impl Events for Hub {
         })
     }
 
-    fn closed(&self, server: &str, why: &str) {
+    fn closed(&self, server: &str, _why: &str) {
         let Some(g) = self.0.upgrade() else { return };
-        tracing::warn!(server, "upstream closed: {why}");
+        // Logged where the failure is counted (Upstream::failed), once.
         let server = server.to_owned();
         let gw = g.clone();
         // Started again after its backoff; its tools stay listed meanwhile, and a call
         // gets the reason it cannot be reached.
-        g.runtime.spawn(async move {
+        g.handle().spawn(async move {
             let Some(up) = gw.upstream(&server) else {
                 return;
             };
@@ -126,27 +130,25 @@ impl Events for Hub {
         method: String,
         _params: Value,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
-        let roots = self
-            .0
-            .upgrade()
-            .map(|g| g.roots.clone())
-            .unwrap_or_default();
+        // `roots/list` is answered by the upstream itself (its entry's `roots:`).
         let server = server.to_owned();
         Box::pin(async move {
-            match method.as_str() {
-                // Outside a call, the roots are the gateway's own.
-                "roots/list" => Ok(crate::upstream::roots_result(&roots)),
-                _ => Err(ErrorObject::internal(format!(
-                    "toolwright's gateway relays {method} from upstream {server} only during one of its tool calls, with one call in flight"
-                ))),
-            }
+            Err(ErrorObject::internal(format!(
+                "toolwright's gateway relays {method} from upstream {server} only during one of its tool calls, with one call in flight"
+            )))
         })
     }
 }
 
-fn file_uri(p: &Path) -> String {
-    let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
-    format!("file://{}", abs.display())
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks until its tasks end, which panics on a thread of
+        // another runtime; its tasks are cancelled either way (and stdio upstreams killed,
+        // since their processes are dropped with them).
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Gateway {
@@ -154,8 +156,17 @@ impl Gateway {
     ///
     /// # Errors
     ///
-    /// When a server's settings cannot be used, or the state file cannot be read.
+    /// When a server's settings cannot be used, or the state file cannot be read;
+    /// [`GatewayError::Loop`] when this gateway was started by one of the same config
+    /// (it would start itself without end).
     pub fn new(config: &GatewayConfig, settings: Settings) -> Result<Arc<Gateway>, GatewayError> {
+        let mut files: Vec<PathBuf> = config.files.clone();
+        for s in &config.servers {
+            if !files.contains(&s.file) {
+                files.push(s.file.clone());
+            }
+        }
+        let shared = Shared::new(crate::chain::Chain::check(&files)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("toolwright-gateway")
@@ -163,11 +174,11 @@ impl Gateway {
             .build()
             .map_err(|e| GatewayError::Runtime(e.to_string()))?;
         let gateway = Arc::new(Gateway {
-            runtime,
+            runtime: Some(runtime),
+            files,
             server: OnceLock::new(),
             state_file: config.state_file.clone(),
             separator: config.separator.clone(),
-            roots: Arc::new(settings.roots.iter().map(|r| file_uri(r)).collect()),
             upstreams: Mutex::new(Vec::new()),
             pins: Pins::new(config.state_file.clone()),
             reserved: Mutex::new(BTreeSet::new()),
@@ -188,14 +199,42 @@ impl Gateway {
             ups.push(Upstream::new(
                 server,
                 timeout,
-                gateway.runtime.handle().clone(),
+                gateway.handle().clone(),
                 events.clone(),
-                gateway.roots.clone(),
+                &shared,
                 settings.telemetry.clone(),
             )?);
         }
         *gateway.upstreams.lock() = ups;
         Ok(gateway)
+    }
+
+    /// The gateway's runtime.
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.runtime
+            .as_ref()
+            .expect("the runtime is there until the gateway is dropped")
+            .handle()
+    }
+
+    /// `--config FILE` for each config file, for a command the gateway suggests; nothing
+    /// when the file is the default `./toolwright.yaml`.
+    fn config_flags(&self) -> String {
+        let default = std::fs::canonicalize("toolwright.yaml").ok();
+        let only_default = match self.files.as_slice() {
+            [one] => default.is_some() && std::fs::canonicalize(one).ok() == default,
+            _ => false,
+        };
+        if only_default {
+            return String::new();
+        }
+        self.files
+            .iter()
+            .map(|f| {
+                let abs = std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
+                format!(" --config {}", shell_word(&abs.display().to_string()))
+            })
+            .collect()
     }
 
     fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
@@ -226,12 +265,12 @@ impl Gateway {
         for up in self.upstreams() {
             if up.spec().start == StartSpec::Eager {
                 let gw = self.clone();
-                self.runtime.spawn(async move { gw.refresh(&up).await });
+                self.handle().spawn(async move { gw.refresh(&up).await });
             }
         }
         let gw = Arc::downgrade(self);
         let path = self.state_file.clone();
-        self.runtime.spawn(async move {
+        self.handle().spawn(async move {
             let stamp = |p: &Path| {
                 std::fs::metadata(p)
                     .and_then(|m| Ok((m.modified()?, m.len())))
@@ -288,7 +327,7 @@ impl Gateway {
         }
         self.install_all();
         let gw = self.clone();
-        let all = self.runtime.spawn(async move {
+        let all = self.handle().spawn(async move {
             let mut tasks = Vec::new();
             for up in to_list {
                 let gw = gw.clone();
@@ -366,10 +405,13 @@ impl Gateway {
             let Err(e) = gw.try_refresh(&up).await else {
                 return;
             };
-            eprintln!("toolwright: {e}");
+            // A failure to connect was logged where it was counted (Upstream::failed).
+            if !matches!(e, GatewayError::Unavailable { .. }) {
+                tracing::warn!(server = %up.name(), "{e}");
+            }
             if let Some(wait) = up.retry_in() {
                 let again = gw.clone();
-                gw.runtime.spawn(async move {
+                gw.handle().spawn(async move {
                     tokio::time::sleep(wait).await;
                     if up.current().is_none() {
                         again.refresh(&up).await;
@@ -412,9 +454,16 @@ impl Gateway {
         }
         let report = toolwright_lint::lint(defs, &toolwright_lint::Options::default());
         if !report.findings.is_empty() {
-            eprintln!(
-                "toolwright: lint of upstream {server}'s tools ({}):\n{}",
+            // One line here; the findings at debug level, and from `toolwright lint`.
+            tracing::warn!(
+                server,
+                "upstream {server}'s tools have lint findings ({}); `toolwright lint{}` shows them",
                 report.summary(),
+                self.config_flags(),
+            );
+            tracing::debug!(
+                server,
+                "lint of upstream {server}'s tools:\n{}",
                 report.render_human(false)
             );
         }
@@ -468,7 +517,7 @@ impl Gateway {
                 continue;
             };
             let verdict = verdicts.get(&e.server).and_then(|v| v.get(&e.upstream));
-            match build_tool(up, e, verdict) {
+            match build_tool(up, e, verdict, &self.config_flags()) {
                 Ok(t) => {
                     if let Standing::Refused(why) = &t.standing {
                         self.report(format!("upstream {}: {why}", e.server));
@@ -562,13 +611,18 @@ impl Gateway {
             .collect()
     }
 
-    /// Closes every upstream (stdio servers get EOF).
+    /// Closes every upstream, all at once: a stdio server gets EOF, and its process group
+    /// is killed when it has not exited after a grace (2 s).
     pub fn shutdown(&self) {
         let ups = self.upstreams();
         self.wait_off_runtime(
             async move {
-                for up in ups {
-                    up.close().await;
+                let closing: Vec<_> = ups
+                    .into_iter()
+                    .map(|up| tokio::spawn(async move { up.close().await }))
+                    .collect();
+                for c in closing {
+                    let _ = c.await;
                 }
                 true
             },
@@ -585,7 +639,7 @@ impl Gateway {
         limit: Duration,
     ) -> bool {
         let (tx, rx) = std::sync::mpsc::channel();
-        let handle = self.runtime.handle().clone();
+        let handle = self.handle().clone();
         std::thread::spawn(move || {
             let done = handle.block_on(async { tokio::time::timeout(limit, fut).await });
             let _ = tx.send(done.unwrap_or(false));
@@ -600,6 +654,7 @@ fn build_tool(
     up: &Arc<Upstream>,
     e: &Exposed,
     verdict: Option<&Verdict>,
+    config_flags: &str,
 ) -> Result<UpstreamTool, String> {
     let server = up.name();
     let compile = |which: &str| -> Result<Option<Arc<Validator>>, String> {
@@ -620,7 +675,7 @@ fn build_tool(
         .filter(|p| !p.is_empty());
     let standing = match verdict {
         Some(Verdict::Quarantined { .. }) => Standing::Refused(format!(
-            "the definition of {} on upstream {server} changed since it was pinned, so it is quarantined: review it with `toolwright trust list`, then run `toolwright trust accept {server} {}`",
+            "the definition of {} on upstream {server} changed since it was pinned, so it is quarantined: review it with `toolwright trust list{config_flags}`, then run `toolwright trust accept {server} {}{config_flags}`",
             e.upstream, e.upstream
         )),
         _ => match e.decision.action {
@@ -673,4 +728,18 @@ fn pinned_definitions(state: &crate::pin::State, server: &str) -> Option<Vec<Val
         })
         .collect();
     (!defs.is_empty()).then_some(defs)
+}
+
+/// `word` as one word of a POSIX shell command line: as is when it is plain, else in
+/// single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,=:@".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }

@@ -7,7 +7,9 @@
 //!
 //! Layout:
 //! - [`gateway`]: [`Gateway`], every upstream's tools in the server, kept current.
-//! - [`upstream`]: one upstream, its connection, restarts with backoff.
+//! - [`upstream`]: one upstream, its connection, restarts with backoff, the roots it gets.
+//! - [`chain`]: a gateway never starts itself (the chain of gateways above a process),
+//!   and the bound on upstream processes.
 //! - [`tool`]: [`UpstreamTool`], the call path (policy, contracts, era bridging).
 //! - [`catalog`]: upstream resources, templates and prompts.
 //! - [`naming`]: an upstream's tool list to the tools exposed (filters, renames, prefixes,
@@ -26,6 +28,7 @@ macro_rules! table {
 }
 
 pub mod catalog;
+pub mod chain;
 pub mod error;
 pub mod gateway;
 pub mod naming;

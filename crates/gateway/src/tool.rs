@@ -16,7 +16,7 @@
 //! `input_required`; the client's retry runs the upstream call again, which asks again
 //! and this time gets the answer at once.
 
-use crate::upstream::Upstream;
+use crate::upstream::{Offered, Upstream};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -190,7 +190,7 @@ impl UpstreamTool {
             ctx: ctx.clone(),
             deferred: Arc::new(AtomicBool::new(false)),
             cancel: cancel.clone(),
-            roots: self.upstream.roots().clone(),
+            upstream: self.upstream.clone(),
         });
         let progress: Option<ProgressFn> = ctx.wants_progress().then(|| {
             let ctx = ctx.clone();
@@ -355,8 +355,8 @@ struct AskClient {
     /// Set when a modern client must answer on its retry: the upstream call is ended.
     deferred: Arc<AtomicBool>,
     cancel: CancellationToken,
-    /// The gateway's roots (`file://` URIs), for a client that has none to offer.
-    roots: Arc<Vec<String>>,
+    /// The upstream asking: what it may be given of roots.
+    upstream: Arc<Upstream>,
 }
 
 impl PeerHandler for AskClient {
@@ -365,6 +365,17 @@ impl PeerHandler for AskClient {
         method: String,
         params: Value,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        if method == "roots/list" {
+            // What the upstream's entry gives it: its directories, nothing, or (`roots:
+            // client`) what this call's client has.
+            let answer = match self.upstream.roots() {
+                Offered::Client => None,
+                Offered::Dirs(_) | Offered::None => Some(self.upstream.roots_outside_call()),
+            };
+            if let Some(answer) = answer {
+                return Box::pin(async move { answer });
+            }
+        }
         let ctx = self.ctx.clone();
         let cancel = self.cancel.clone();
         let deferred = self.deferred.clone();
@@ -373,16 +384,13 @@ impl PeerHandler for AskClient {
             .capability_for(&method)
             .is_some_and(|(_, declared)| declared);
         if !declared {
-            // The client cannot be asked: roots are the gateway's own, and what else the
-            // upstream wanted is refused to the upstream (which decides what that means),
-            // without failing this call on the client's side.
-            let answer = match method.as_str() {
-                "roots/list" => Ok(crate::upstream::roots_result(&self.roots)),
-                _ => Err(ErrorObject::new(
-                    toolwright_jsonrpc::code::METHOD_NOT_FOUND,
-                    format!("the gateway's client does not offer {method}"),
-                )),
-            };
+            // The client cannot be asked: what the upstream wanted is refused to the
+            // upstream (which decides what that means), without failing this call on the
+            // client's side.
+            let answer = Err(ErrorObject::new(
+                toolwright_jsonrpc::code::METHOD_NOT_FOUND,
+                format!("the gateway's client does not offer {method}"),
+            ));
             return Box::pin(async move { answer });
         }
         Box::pin(async move {

@@ -7,7 +7,14 @@
 //! of its stderr), the gateway is told ([`Events::closed`]) and a new connection is made
 //! after a backoff that doubles with each failure in a row (250 ms up to 30 s), so a
 //! server that crashes on start is not started in a loop.
+//!
+//! An upstream is given roots only when its entry says so (`roots:`): without it the
+//! `roots` capability is not declared to it and `roots/list` is refused, so it keeps what
+//! its own settings name. A stdio upstream's environment carries the chain of gateways
+//! above it ([`crate::chain`]), and one gateway runs at most
+//! [`MAX_UPSTREAM_PROCESSES`](crate::chain::MAX_UPSTREAM_PROCESSES) of them at once.
 
+use crate::chain::{CHAIN_VAR, Chain, MAX_UPSTREAM_PROCESSES};
 use crate::error::GatewayError;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
@@ -21,7 +28,7 @@ use toolwright_client::{
 use toolwright_jsonrpc::ErrorObject;
 use toolwright_protocol::{ClientCapabilities, Implementation};
 use toolwright_server::telemetry::{Telemetry, UpstreamSession};
-use toolwright_toolfile::config::{Server, Transport};
+use toolwright_toolfile::config::{Roots, Server, Transport};
 use toolwright_toolfile::servers::{EraSpec, ServerSpec};
 use toolwright_toolfile::template::Template;
 
@@ -66,6 +73,38 @@ struct State {
     not_before: Option<Instant>,
     /// Bumped for each new connection, so a late `closed` of an old one is ignored.
     generation: u64,
+    /// The process `peer` runs in, counted against the gateway's bound (stdio only).
+    process: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// What every upstream of one gateway shares.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    /// The chain of gateways this one runs under, passed on to its stdio upstreams.
+    pub chain: Chain,
+    /// One permit per upstream process running now.
+    pub processes: Arc<tokio::sync::Semaphore>,
+}
+
+impl Shared {
+    /// For a gateway of `chain`.
+    pub fn new(chain: Chain) -> Shared {
+        Shared {
+            chain,
+            processes: Arc::new(tokio::sync::Semaphore::new(MAX_UPSTREAM_PROCESSES)),
+        }
+    }
+}
+
+/// What an upstream gets when it asks `roots/list` (its entry's `roots:`).
+#[derive(Debug, Clone)]
+pub enum Offered {
+    /// Nothing; the capability is not declared to it.
+    None,
+    /// These directories, as `file://` URIs.
+    Dirs(Arc<Vec<String>>),
+    /// The roots of the client whose call it serves; none outside a call.
+    Client,
 }
 
 /// One upstream server.
@@ -80,9 +119,10 @@ pub struct Upstream {
     /// Held while connecting, so concurrent callers share one attempt.
     connecting: tokio::sync::Mutex<()>,
     events: Arc<dyn Events>,
-    /// The gateway's roots as `file://` URIs: what it answers `roots/list` with when no
-    /// client can be asked.
-    roots: Arc<Vec<String>>,
+    /// What it gets when it asks `roots/list`.
+    roots: Offered,
+    /// Upstream processes running now, shared by the gateway's upstreams.
+    processes: Option<Arc<tokio::sync::Semaphore>>,
     /// Its tools the gateway refuses now (quarantined or denied), with why: a call that
     /// started before its tool was refused checks here once it has the connection.
     refused: Mutex<BTreeMap<String, String>>,
@@ -116,14 +156,18 @@ fn expand(t: &Template, what: &str) -> Result<String, String> {
 }
 
 /// How to reach a server.
-fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOptions), String> {
+fn reach(
+    server: &Server,
+    connect: ConnectOptions,
+    chain: &Chain,
+) -> Result<(Target, PeerOptions), String> {
     let name = &server.name;
     let mut options = PeerOptions {
         connect,
         env: Vec::new(),
         env_clear: true,
         cwd: None,
-        capabilities: relayed_capabilities(),
+        capabilities: relayed_capabilities(server.roots != Roots::None),
         listen: true,
         observer: None,
     };
@@ -153,6 +197,12 @@ fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOption
                 options.env.retain(|(n, _)| n != k);
                 options.env.push((k.clone(), value));
             }
+            // Last, so no `env:` replaces it: a gateway this server starts (or is) knows
+            // which gateways are above it.
+            options.env.retain(|(n, _)| n != CHAIN_VAR);
+            options
+                .env
+                .push((CHAIN_VAR.to_owned(), chain.marker_for(name, &server.file)));
             options.cwd.clone_from(cwd);
             Target::command(argv)
         }
@@ -180,15 +230,24 @@ fn reach(server: &Server, connect: ConnectOptions) -> Result<(Target, PeerOption
     Ok((target, options))
 }
 
-/// What the gateway declares upstream: it relays sampling, elicitation and roots to its own
-/// clients (each call asks its client, and one that lacks the capability is refused there).
-fn relayed_capabilities() -> ClientCapabilities {
-    serde_json::from_value(serde_json::json!({
+/// What the gateway declares upstream: it relays sampling and elicitation to its own
+/// clients (each call asks its client, and one that lacks the capability is refused there),
+/// and declares roots only to a server whose entry gives it some (`roots:`).
+fn relayed_capabilities(roots: bool) -> ClientCapabilities {
+    let mut caps = serde_json::json!({
         "sampling": {},
         "elicitation": {"form": {}},
-        "roots": {"listChanged": false}
-    }))
-    .expect("capabilities parse")
+    });
+    if roots {
+        caps["roots"] = serde_json::json!({"listChanged": false});
+    }
+    serde_json::from_value(caps).expect("capabilities parse")
+}
+
+/// `path` as a `file://` URI.
+fn file_uri(path: &std::path::Path) -> String {
+    url::Url::from_file_path(path)
+        .map_or_else(|()| format!("file://{}", path.display()), |u| u.to_string())
 }
 
 /// The handler a peer reports to: forwards to the gateway's [`Events`] with the server's
@@ -205,6 +264,10 @@ impl PeerHandler for Relay {
         params: Value,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
         match self.upstream.upgrade() {
+            Some(u) if method == "roots/list" => {
+                let answer = u.roots_outside_call();
+                Box::pin(async move { answer })
+            }
             Some(u) => u.events.request(&u.name, method, params),
             None => Box::pin(async { Err(ErrorObject::internal("the gateway is shutting down")) }),
         }
@@ -246,7 +309,7 @@ impl Upstream {
         request_timeout: Duration,
         handle: tokio::runtime::Handle,
         events: Arc<dyn Events>,
-        roots: Arc<Vec<String>>,
+        shared: &Shared,
         telemetry: Option<Arc<Telemetry>>,
     ) -> Result<Arc<Upstream>, GatewayError> {
         let mut connect = ConnectOptions {
@@ -257,7 +320,7 @@ impl Upstream {
         info.title = Some("toolwright gateway".into());
         connect.client_info = info;
         let (target, mut options) =
-            reach(server, connect).map_err(|reason| GatewayError::Config {
+            reach(server, connect, &shared.chain).map_err(|reason| GatewayError::Config {
                 server: server.name.clone(),
                 reason,
             })?;
@@ -275,7 +338,15 @@ impl Upstream {
             state: Mutex::new(State::default()),
             connecting: tokio::sync::Mutex::new(()),
             events,
-            roots,
+            roots: match &server.roots {
+                Roots::None => Offered::None,
+                Roots::Client => Offered::Client,
+                Roots::Dirs(dirs) => {
+                    Offered::Dirs(Arc::new(dirs.iter().map(|d| file_uri(d)).collect()))
+                }
+            },
+            processes: matches!(server.transport, Transport::Stdio { .. })
+                .then(|| shared.processes.clone()),
             refused: Mutex::new(BTreeMap::new()),
             telemetry,
         }))
@@ -291,9 +362,33 @@ impl Upstream {
         self.refused.lock().get(tool).cloned()
     }
 
-    /// The gateway's roots, as `file://` URIs.
-    pub fn roots(&self) -> &Arc<Vec<String>> {
+    /// What it gets when it asks `roots/list`.
+    pub fn roots(&self) -> &Offered {
         &self.roots
+    }
+
+    /// The answer to its `roots/list` outside any call: its directories, or an error
+    /// saying why it gets none.
+    pub fn roots_outside_call(&self) -> Result<Value, ErrorObject> {
+        match &self.roots {
+            Offered::Dirs(dirs) => Ok(roots_result(dirs)),
+            Offered::None => Err(self.no_roots()),
+            Offered::Client => Err(ErrorObject::internal(format!(
+                "upstream {} is given the calling client's roots (`roots: client`), and no call is in progress",
+                self.name
+            ))),
+        }
+    }
+
+    /// The refusal of `roots/list` to a server whose entry gives it no roots.
+    pub(crate) fn no_roots(&self) -> ErrorObject {
+        ErrorObject::new(
+            toolwright_jsonrpc::code::METHOD_NOT_FOUND,
+            format!(
+                "the gateway gives upstream {} no roots (its entry has no `roots:`)",
+                self.name
+            ),
+        )
     }
 
     /// The server's name in the config.
@@ -361,6 +456,14 @@ impl Upstream {
             s.generation += 1;
             s.generation
         };
+        let process = match &self.processes {
+            None => None,
+            Some(p) => Some(p.clone().try_acquire_owned().map_err(|_| {
+                self.unavailable(format!(
+                    "the gateway runs at most {MAX_UPSTREAM_PROCESSES} upstream processes at once, and that many are running"
+                ))
+            })?),
+        };
         let relay = Arc::new(Relay {
             upstream: Arc::downgrade(self),
             generation,
@@ -378,6 +481,7 @@ impl Upstream {
                 {
                     let mut s = self.state.lock();
                     s.peer = Some(peer.clone());
+                    s.process = process;
                     s.not_before = None;
                     s.session = self.telemetry.as_ref().map(|t| {
                         let version = Some(peer.protocol_version().as_str());
@@ -409,6 +513,7 @@ impl Upstream {
         let mut s = self.state.lock();
         s.peer = None;
         s.session = None;
+        s.process = None;
         s.failures = s.failures.saturating_add(1);
         let wait = backoff(s.failures);
         s.not_before = Some(Instant::now() + wait);
@@ -439,14 +544,14 @@ impl Upstream {
 
     /// Closes the connection (a stdio server gets EOF).
     pub async fn close(&self) {
-        let (peer, session) = {
+        let (peer, session, process) = {
             let mut s = self.state.lock();
-            (s.peer.take(), s.session.take())
+            (s.peer.take(), s.session.take(), s.process.take())
         };
         if let Some(p) = peer {
             p.close().await;
         }
-        drop(session);
+        drop((session, process));
     }
 }
 

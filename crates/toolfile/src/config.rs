@@ -10,7 +10,7 @@
 use crate::document::Document;
 use crate::error::{FileProblem, LoadError, Problem, Seg};
 use crate::rules::read_value;
-use crate::servers::{GatewaySpec, ServerSpec, TrustSpec};
+use crate::servers::{GatewaySpec, RootsSpec, ServerSpec, TrustSpec};
 use crate::template::Template;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
@@ -53,6 +53,8 @@ pub struct GatewayConfig {
     pub servers: Vec<Server>,
     /// What is suspicious but loads (a per-tool setting no tool can reach).
     pub warnings: Vec<FileProblem>,
+    /// The files read, in order (as named).
+    pub files: Vec<PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -62,6 +64,7 @@ impl Default for GatewayConfig {
             state_file: PathBuf::from(DEFAULT_STATE_FILE),
             servers: Vec::new(),
             warnings: Vec::new(),
+            files: Vec::new(),
         }
     }
 }
@@ -88,6 +91,21 @@ pub struct Server {
     pub transport: Transport,
     /// Which upstream tools are exposed (`include`, `exclude`), compiled.
     pub filter: NameFilter,
+    /// What it gets when it asks `roots/list`.
+    pub roots: Roots,
+}
+
+/// What an upstream is given when it asks `roots/list` (its entry's `roots:`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Roots {
+    /// Nothing: the `roots` capability is not declared to it, so it keeps what its own
+    /// settings name (a filesystem server, the directories of its argv).
+    #[default]
+    None,
+    /// These directories, absolute (resolved against the config file's directory).
+    Dirs(Vec<PathBuf>),
+    /// The roots of the client whose call it is serving; none outside a call.
+    Client,
 }
 
 /// How an upstream is reached.
@@ -175,7 +193,10 @@ impl NameFilter {
 ///
 /// [`LoadError::Problems`] with every problem found.
 pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
-    let mut config = GatewayConfig::default();
+    let mut config = GatewayConfig {
+        files: docs.iter().map(|d| d.file.clone()).collect(),
+        ..GatewayConfig::default()
+    };
     let mut problems = Vec::new();
     if let Some(first) = docs.first() {
         config.state_file = dir_of(&first.file).join(DEFAULT_STATE_FILE);
@@ -444,6 +465,7 @@ fn check_server(
     if let Some(a) = &spec.annotations {
         check_annotations(a, &["annotations"], &mut problems);
     }
+    let roots = check_roots(spec.roots.as_ref(), file, &mut problems);
     for (tool, o) in &spec.tools {
         if let Some(a) = &o.annotations {
             check_annotations(a, &["tools", tool, "annotations"], &mut problems);
@@ -507,9 +529,47 @@ fn check_server(
             prefix,
             transport,
             filter,
+            roots,
         },
         warnings,
     ))
+}
+
+/// `roots:`, checked: each directory exists and is one (resolved against the file's
+/// directory, made absolute); a problem at `roots[i]` for each that is not.
+fn check_roots(spec: Option<&RootsSpec>, file: &Path, problems: &mut Vec<Problem>) -> Roots {
+    let dirs = match spec {
+        None => return Roots::None,
+        Some(RootsSpec::Client) => return Roots::Client,
+        Some(RootsSpec::Dirs(dirs)) => dirs,
+    };
+    if dirs.is_empty() {
+        problems.push(Problem::new(
+            ["roots"],
+            "an empty list: name the directories the server may use, or leave `roots` out to give it none",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, dir) in dirs.iter().enumerate() {
+        let at = [Seg::from("roots"), Seg::Index(i)];
+        if dir.as_os_str().is_empty() {
+            problems.push(Problem::new(at, "an empty directory"));
+            continue;
+        }
+        let path = dir_of(file).join(dir);
+        match std::fs::canonicalize(&path) {
+            Ok(abs) if abs.is_dir() => out.push(abs),
+            Ok(_) => problems.push(Problem::new(
+                at,
+                format!("{} is not a directory", path.display()),
+            )),
+            Err(e) => problems.push(Problem::new(
+                at,
+                format!("{} cannot be used: {e}", path.display()),
+            )),
+        }
+    }
+    Roots::Dirs(out)
 }
 
 /// Whether a value read from TOML holds a date-time (which `toml` hands serde as a private

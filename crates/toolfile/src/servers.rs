@@ -84,6 +84,51 @@ pub struct ServerSpec {
     /// Per upstream tool (keyed by its upstream name).
     #[serde(default)]
     pub tools: BTreeMap<String, ToolOverride>,
+    /// The roots the server is given: directories (relative to the config file's
+    /// directory), or `client` for the calling client's own [default: none, and the
+    /// `roots` capability is not declared to it].
+    #[serde(default)]
+    pub roots: Option<RootsSpec>,
+}
+
+/// `roots:` of a server: what it gets when it asks `roots/list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootsSpec {
+    /// These directories, as written (relative to the config file's directory).
+    Dirs(Vec<PathBuf>),
+    /// The roots of the client whose call the server is serving (`roots: client`).
+    Client,
+}
+
+impl<'de> Deserialize<'de> for RootsSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RootsSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of directories, or `client`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RootsSpec, E> {
+                match v {
+                    "client" => Ok(RootsSpec::Client),
+                    other => Err(E::custom(format!(
+                        "{other:?} is not a roots setting: say `client` (the calling client's roots) or give a list of directories, such as [docs]"
+                    ))),
+                }
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RootsSpec, A::Error> {
+                let mut dirs = Vec::new();
+                while let Some(dir) = seq.next_element::<PathBuf>()? {
+                    dirs.push(dir);
+                }
+                Ok(RootsSpec::Dirs(dirs))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// Which protocol era to speak to an upstream.

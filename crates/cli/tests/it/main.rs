@@ -19,6 +19,7 @@ mod declared_shape;
 mod exit_codes;
 mod gateway;
 mod gateway_config;
+mod gateway_first_use;
 mod help_and_errors;
 mod http;
 mod http_client;

@@ -1,6 +1,10 @@
 //! The stdio link: a child process, one JSON-RPC message per line each way. One reader
 //! task dispatches everything the child writes; writes are serialized by a lock on its
 //! stdin.
+//!
+//! The server runs in a process group of its own, which ends with the link: closing it
+//! closes stdin and, after a grace, kills the group (a wrapper such as `npx` and the
+//! server it started alike); dropping it kills the group at once.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -8,6 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use toolwright_jsonrpc::LineDecoder;
@@ -29,6 +34,14 @@ pub(super) struct StdioLink {
     stderr_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// How the child ended, once the reader saw its stdout close.
     exit: Mutex<Option<String>>,
+    /// Its process group (the child's pid).
+    group: Option<Pid>,
+}
+
+impl Drop for StdioLink {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
 }
 
 impl StdioLink {
@@ -45,6 +58,7 @@ impl StdioLink {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
         if options.env_clear {
             command.env_clear();
@@ -57,6 +71,10 @@ impl StdioLink {
             program: program.to_owned(),
             source,
         })?;
+        let group = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut pipe = child.stderr.take().expect("stderr is piped");
@@ -82,6 +100,7 @@ impl StdioLink {
             stderr,
             stderr_task: Mutex::new(Some(stderr_task)),
             exit: Mutex::new(None),
+            group,
         };
         Ok((link, stdout))
     }
@@ -122,12 +141,23 @@ impl StdioLink {
         true
     }
 
-    /// Closes stdin, waits up to `grace` for the process to exit, then kills it.
+    /// Closes stdin, waits up to `grace` for the process to exit, then kills its process
+    /// group (what it started too) and waits for it.
     pub(super) async fn close(&self, grace: Duration) {
         self.stdin.lock().await.take();
         let mut child = self.child.lock().await;
-        if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        let exited = tokio::time::timeout(grace, child.wait()).await.is_ok();
+        self.kill_group();
+        if !exited {
             let _ = child.kill().await;
+        }
+    }
+
+    /// Kills whatever is left of the server's process group.
+    fn kill_group(&self) {
+        if let Some(pid) = self.group {
+            // ESRCH when nothing is left: fine.
+            let _ = kill_process_group(pid, Signal::KILL);
         }
     }
 
