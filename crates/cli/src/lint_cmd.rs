@@ -95,24 +95,23 @@ pub fn run(a: LintArgs) -> Result<ExitCode> {
             if a.target.is_given() {
                 bail!("lint config files or a server (-- CMD or --url), not both");
             }
-            let mut all = a
-                .files
-                .iter()
-                .chain(&a.configs)
-                .map(|f| lint_file(f, &options))
-                .collect::<Result<Vec<_>>>()?;
-            all.extend(lint_upstreams(&a.configs, &options)?);
+            let mut all = lint_files(&a.files, &options)?;
+            // The config files load together, as `serve --config A --config B` loads them.
+            let (configs, config) = lint_set(&a.configs, &options)?;
+            all.extend(configs);
+            match config {
+                Some(config) => all.extend(lint_upstreams(&config, &options)?),
+                None => eprintln!(
+                    "toolwright: the upstream servers were not started: the config files have problems (above)"
+                ),
+            }
             all
         }
         (false, true) => bail!("lint files or a server (-- CMD or --url), not both"),
         (true, false) => {
             bail!("nothing to lint: name files, or a server: -- CMD ARGS... (stdio) or --url URL")
         }
-        (false, false) => a
-            .files
-            .iter()
-            .map(|f| lint_file(f, &options))
-            .collect::<Result<Vec<_>>>()?,
+        (false, false) => lint_files(&a.files, &options)?,
         (true, true) => vec![lint_server(&a.target, &options)?],
     };
     match a.format {
@@ -144,7 +143,84 @@ pub fn run(a: LintArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(u8::from(fails)))
 }
 
-fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
+/// Lints each file on its own.
+fn lint_files(files: &[PathBuf], options: &Options) -> Result<Vec<Linted>> {
+    let mut out = Vec::new();
+    for f in files {
+        out.extend(lint_set(std::slice::from_ref(f), options)?.0);
+    }
+    Ok(out)
+}
+
+/// What one file is, for lint.
+enum Loaded {
+    /// A tool file (declared tools, servers, gateway settings), parsed.
+    Declared(Box<Document>),
+    /// Tool definitions, or a tool file the loader refuses as a whole: linted already.
+    Linted(Linted),
+}
+
+/// Lints `files` as one set, as `serve --config` loads them together: each tool file with
+/// lint's rules and everything the loader refuses in it (the loader's own checks, run
+/// here: [`toolwright_declared::compile_all`] and [`toolwright_toolfile::read_config`]),
+/// each problem placed where `serve` places it. The gateway's settings come back when
+/// the loader took them.
+fn lint_set(
+    files: &[PathBuf],
+    options: &Options,
+) -> Result<(Vec<Linted>, Option<toolwright_toolfile::GatewayConfig>)> {
+    // In file order: a tool file as its place in `docs`, anything else linted already.
+    let mut order: Vec<Result<usize, Linted>> = Vec::new();
+    let mut docs: Vec<Document> = Vec::new();
+    for f in files {
+        match read_file(f, options)? {
+            Loaded::Declared(d) => {
+                order.push(Ok(docs.len()));
+                docs.push(*d);
+            }
+            Loaded::Linted(l) => order.push(Err(l)),
+        }
+    }
+    let (_, mut problems) = toolwright_declared::compile_all(&docs);
+    let config = match toolwright_toolfile::read_config(&docs) {
+        Ok(config) => {
+            for w in &config.warnings {
+                eprintln!("toolwright: warning: {w}");
+            }
+            Some(config)
+        }
+        Err(e) => {
+            for p in e.problems() {
+                if !problems.contains(p) {
+                    problems.push(p.clone());
+                }
+            }
+            None
+        }
+    };
+    let refused = order
+        .iter()
+        .any(|r| r.as_ref().is_err_and(|l| !l.report.outside.is_empty()));
+    let linted = order
+        .into_iter()
+        .map(|r| match r {
+            Err(l) => l,
+            Ok(i) => {
+                let doc = &docs[i];
+                let mut report = toolwright_lint::lint_declared(doc, options);
+                toolwright_lint::add_refusals(&mut report, doc, &problems, options);
+                Linted {
+                    source: doc.file.display().to_string(),
+                    era: None,
+                    report,
+                }
+            }
+        })
+        .collect();
+    Ok((linted, config.filter(|_| !refused)))
+}
+
+fn read_file(path: &PathBuf, options: &Options) -> Result<Loaded> {
     let (text, source) = if path.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -165,44 +241,37 @@ fn lint_file(path: &PathBuf, options: &Options) -> Result<Linted> {
     }
     if let Some(format) = FileFormat::of(path).filter(|_| path.as_os_str() != "-") {
         match Document::parse(path, format, text.clone()) {
-            Ok(doc) if !doc.servers.is_empty() || doc.gateway.is_some() => {
-                // A gateway config: its settings must load; its declared tools are linted
-                // here, its upstreams' definitions by `lint_upstream` once listed.
-                let config = toolwright_toolfile::read_config(std::slice::from_ref(&doc))
-                    .map_err(|e| anyhow::anyhow!("{e}"))
-                    .with_context(|| format!("linting {source}"))?;
-                for w in &config.warnings {
-                    eprintln!("toolwright: warning: {w}");
-                }
-                return Ok(Linted {
-                    source,
-                    era: None,
-                    report: toolwright_lint::lint_declared(&doc, options),
-                });
-            }
             Ok(doc) if toolwright_lint::is_declared(&doc) => {
-                return Ok(Linted {
-                    source,
-                    era: None,
-                    report: toolwright_lint::lint_declared(&doc, options),
-                });
+                return Ok(Loaded::Declared(Box::new(doc)));
             }
             // Definitions without actions: linted as such, below.
             Ok(_) => {}
             // Only declared tools come in TOML.
             Err(problem) if format == FileFormat::Toml => bail!("linting {problem}"),
-            // The definitions' reader knows more shapes (one tool, JSON-RPC responses) and
-            // says what is wrong with the rest.
-            Err(_) => {}
+            // A tool file the loader refuses as a whole (an unknown top-level member, `tools`
+            // that is not a list): its problem, placed. Other text is left to the
+            // definitions' reader, which knows more shapes (one tool, JSON-RPC responses)
+            // and says what is wrong with the rest.
+            Err(problem) => {
+                if toolwright_lint::parse_document(&text)
+                    .is_ok_and(|v| toolwright_lint::looks_like_a_tool_file(&v))
+                {
+                    return Ok(Loaded::Linted(Linted {
+                        source,
+                        era: None,
+                        report: toolwright_lint::refused_file(&problem, options),
+                    }));
+                }
+            }
         }
     }
     let report = toolwright_lint::lint_document(&text, options)
         .with_context(|| format!("linting {source}"))?;
-    Ok(Linted {
+    Ok(Loaded::Linted(Linted {
         source,
         era: None,
         report,
-    })
+    }))
 }
 
 /// Nothing but whitespace and `#` comment lines (YAML and TOML comments): nothing to lint.
@@ -237,15 +306,18 @@ fn lint_server(target: &TargetArgs, options: &Options) -> Result<Linted> {
     })
 }
 
-/// Starts every upstream the config files name and lints what each lists; an upstream
-/// that cannot be listed is an error naming it.
-fn lint_upstreams(configs: &[PathBuf], options: &Options) -> Result<Vec<Linted>> {
-    let config = crate::commands::load_gateway(configs)?;
+/// Starts every upstream the config names and lints what each lists that its
+/// `include`/`exclude` let through (what the gateway would serve); an upstream that cannot
+/// be listed is an error naming it.
+fn lint_upstreams(
+    config: &toolwright_toolfile::GatewayConfig,
+    options: &Options,
+) -> Result<Vec<Linted>> {
     if config.servers.is_empty() {
         return Ok(Vec::new());
     }
     let gateway = toolwright_gateway::Gateway::new(
-        &config,
+        config,
         toolwright_gateway::gateway::Settings {
             call_timeout: std::time::Duration::from_secs(30),
             roots: vec![std::env::current_dir().context("reading the current directory")?],
@@ -255,11 +327,24 @@ fn lint_upstreams(configs: &[PathBuf], options: &Options) -> Result<Vec<Linted>>
     let listed = gateway.list_each(std::time::Duration::from_secs(60));
     gateway.shutdown();
     let mut out = Vec::new();
-    for (server, defs) in listed {
-        match defs {
-            Ok(defs) => out.push(lint_upstream(&server, &defs, options)),
-            Err(why) => bail!("upstream {server} could not be listed: {why}"),
-        }
+    for (name, defs) in listed {
+        let defs = match defs {
+            Ok(defs) => defs,
+            Err(why) => bail!("upstream {name} could not be listed: {why}"),
+        };
+        let chosen: Vec<Value> = match config.server(&name) {
+            Some(server) => defs
+                .into_iter()
+                .filter(|d| {
+                    // A definition without a name is linted (and reported) as it is.
+                    d.get("name")
+                        .and_then(Value::as_str)
+                        .is_none_or(|n| server.filter.allows(n))
+                })
+                .collect(),
+            None => defs,
+        };
+        out.push(lint_upstream(&name, &chosen, options));
     }
     Ok(out)
 }

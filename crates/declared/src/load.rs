@@ -31,17 +31,32 @@ pub fn compile_document(doc: &Document) -> (Vec<(usize, DeclaredTool)>, Vec<File
 /// tools that do not compile, two tools with one name.
 pub fn load_files(files: &[PathBuf]) -> Result<Vec<Arc<DeclaredTool>>, LoadError> {
     let mut problems = Vec::new();
+    let mut docs = Vec::new();
+    for file in files {
+        match Document::read(file) {
+            Ok(d) => docs.push(d),
+            Err(p) => problems.push(*p),
+        }
+    }
+    let (out, bad) = compile_all(&docs);
+    problems.extend(bad);
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(LoadError::Problems(problems))
+    }
+}
+
+/// Compiles every tool of `docs`, as a set served together: the tools that compile, and
+/// every problem (placed) of those that do not, with the tools that take a name an earlier
+/// one has. [`load_files`] serves the tools only when there is no problem; `toolwright
+/// lint` reports the problems as they are.
+pub fn compile_all(docs: &[Document]) -> (Vec<Arc<DeclaredTool>>, Vec<FileProblem>) {
+    let mut problems = Vec::new();
     let mut out = Vec::new();
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for file in files {
-        let doc = match Document::read(file) {
-            Ok(d) => d,
-            Err(p) => {
-                problems.push(*p);
-                continue;
-            }
-        };
-        let (tools, bad) = compile_document(&doc);
+    for doc in docs {
+        let (tools, bad) = compile_document(doc);
         problems.extend(bad);
         for (i, tool) in tools {
             let name = tool.definition_ref().name.clone();
@@ -55,13 +70,9 @@ pub fn load_files(files: &[PathBuf]) -> Result<Vec<Arc<DeclaredTool>>, LoadError
                 ));
                 continue;
             }
-            seen.insert(name, file.clone());
+            seen.insert(name, doc.file.clone());
             out.push(Arc::new(tool));
         }
     }
-    if problems.is_empty() {
-        Ok(out)
-    } else {
-        Err(LoadError::Problems(problems))
-    }
+    (out, problems)
 }

@@ -136,8 +136,8 @@ rules! {
     HintDefaultSuspicious = "hint-default-suspicious", Warning;
     /// An `x-mcp-header` declaration that clients must reject.
     XMcpHeaderInvalid = "x-mcp-header-invalid", Error;
-    /// A declared tool the loader cannot read: a field of the wrong type, an unknown field,
-    /// both `command` and `http`.
+    /// What `toolwright serve --config` refuses to load: a field of the wrong type or an
+    /// unknown one, a pattern, URL or setting it cannot use.
     DeclaredInvalid = "declared-invalid", Error;
     /// A declared tool with neither `command` nor `http`.
     ActionMissing = "action-missing", Error;
@@ -302,8 +302,8 @@ mod tests {
         }
         assert_eq!(
             Rule::DeclaredInvalid.description(),
-            "A declared tool the loader cannot read: a field of the wrong type, an unknown \
-             field, both `command` and `http`."
+            "What `toolwright serve --config` refuses to load: a field of the wrong type or \
+             an unknown one, a pattern, URL or setting it cannot use."
         );
     }
 

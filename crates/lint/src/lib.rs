@@ -46,7 +46,9 @@ mod report;
 mod schema_rules;
 mod words;
 
-pub use declared::{is_declared, lint_declared};
+pub use declared::{
+    add_refusals, is_declared, lint_declared, looks_like_a_tool_file, refused_file,
+};
 pub use error::LintError;
 pub use finding::{Finding, Location, Rule, Severity};
 pub use input::{extract_tools, parse_document};
@@ -116,6 +118,7 @@ pub(crate) fn lint_set(
         tools: entries,
         findings,
         file: None,
+        outside: Vec::new(),
     }
 }
 

@@ -25,6 +25,11 @@ pub struct Report {
     /// The file linted, when the findings are placed in one (named in front of each
     /// finding's line and column).
     pub file: Option<String>,
+    /// Findings outside every tool (the file's top level, `servers:`, `gateway:`), in file
+    /// order: each one's `tool` names what it is in (`server docs`, `gateway`, or empty for
+    /// the file itself), its `pointer` is from the file's root and its `index` means
+    /// nothing.
+    pub outside: Vec<Finding>,
 }
 
 const RESET: &str = "\x1b[0m";
@@ -41,14 +46,19 @@ fn severity_color(s: Severity) -> &'static str {
 }
 
 impl Report {
+    /// Every finding: outside the tools first, then the tools'.
+    pub fn all(&self) -> impl Iterator<Item = &Finding> {
+        self.outside.iter().chain(&self.findings)
+    }
+
     /// How many findings have severity `s`.
     pub fn count(&self, s: Severity) -> usize {
-        self.findings.iter().filter(|f| f.severity == s).count()
+        self.all().filter(|f| f.severity == s).count()
     }
 
     /// The most serious severity found, `None` when clean.
     pub fn max_severity(&self) -> Option<Severity> {
-        self.findings.iter().map(|f| f.severity).max()
+        self.all().map(|f| f.severity).max()
     }
 
     /// Whether any finding is at or above `deny`.
@@ -71,10 +81,21 @@ impl Report {
                 text.to_owned()
             }
         };
-        let mut out = String::new();
+        let mut groups: Vec<(String, Vec<&Finding>)> = Vec::new();
+        for f in &self.outside {
+            let header = match (f.tool.as_str(), &self.file) {
+                ("", Some(file)) => file.clone(),
+                ("", None) => "the file".to_owned(),
+                (subject, _) => subject.to_owned(),
+            };
+            match groups.last_mut() {
+                Some((h, fs)) if *h == header => fs.push(f),
+                _ => groups.push((header, vec![f])),
+            }
+        }
         for entry in &self.tools {
-            let mut findings = self.findings_of(entry.index).peekable();
-            if findings.peek().is_none() {
+            let findings: Vec<&Finding> = self.findings_of(entry.index).collect();
+            if findings.is_empty() {
                 continue;
             }
             let ambiguous = self.tools.iter().filter(|t| t.name == entry.name).count() > 1;
@@ -83,6 +104,10 @@ impl Report {
             } else {
                 entry.name.clone()
             };
+            groups.push((header, findings));
+        }
+        let mut out = String::new();
+        for (header, findings) in groups {
             let _ = writeln!(out, "{}", paint(BOLD, &header));
             for f in findings {
                 let label = format!("{}[{}]", f.severity, f.rule.id());
@@ -116,7 +141,7 @@ impl Report {
     pub fn summary(&self) -> String {
         let n = self.tools.len();
         let tools = format!("{n} tool{}", if n == 1 { "" } else { "s" });
-        if self.findings.is_empty() {
+        if self.findings.is_empty() && self.outside.is_empty() {
             return format!("{tools} checked: no findings");
         }
         let with: usize = self
@@ -134,11 +159,32 @@ impl Report {
     }
 
     /// The report as JSON: `{"tools": [...], "findings": [...], "summary": {...}}`; a
-    /// finding placed in a file also has `line` and `column`.
+    /// finding placed in a file also has `line` and `column`, and one outside every tool
+    /// has `tool` and `index` null, with `in` naming what it is in when that is not the
+    /// file itself (`server docs`, `gateway`).
     pub fn to_json(&self) -> Value {
+        let outside = self.outside.iter().map(|f| {
+            let mut v = json!({
+                "rule": f.rule.id(),
+                "severity": f.severity.as_str(),
+                "tool": null,
+                "index": null,
+                "pointer": f.pointer,
+                "message": f.message,
+                "fix": f.fix,
+            });
+            if !f.tool.is_empty() {
+                v["in"] = json!(f.tool);
+            }
+            if let Some(l) = f.location {
+                v["line"] = json!(l.line);
+                v["column"] = json!(l.column);
+            }
+            v
+        });
         json!({
             "tools": self.tools.iter().map(|t| json!({"index": t.index, "name": t.name})).collect::<Vec<_>>(),
-            "findings": self.findings.iter().map(|f| {
+            "findings": outside.chain(self.findings.iter().map(|f| {
                 let mut v = json!({
                     "rule": f.rule.id(),
                     "severity": f.severity.as_str(),
@@ -153,7 +199,7 @@ impl Report {
                     v["column"] = json!(l.column);
                 }
                 v
-            }).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
             "summary": {
                 "tools": self.tools.len(),
                 "error": self.count(Severity::Error),

@@ -98,8 +98,8 @@ impl fmt::Display for Problem {
     }
 }
 
-/// A place in a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A place in a file (ordered by line, then column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Location {
     /// 1-based line.
     pub line: usize,

@@ -149,7 +149,13 @@ fn yaml_fill(p: &mut Parser<std::str::Chars<'_>>, ev: Event, node: &mut Node) ->
                 let Kids::Map(members) = &mut node.kids else {
                     unreachable!("set above")
                 };
-                members.push((key, Node::new(yaml_location(mark))));
+                let at = yaml_location(mark);
+                // A block mapping's start is marked where its first `:` is: it is placed at
+                // its first key instead.
+                if members.is_empty() && at < node.at {
+                    node.at = at;
+                }
+                members.push((key, Node::new(at)));
                 let (_, member) = members.last_mut().ok_or(())?;
                 let (ev, _) = p.next_token().map_err(|_| ())?;
                 yaml_fill(p, ev, member)?;
@@ -257,7 +263,8 @@ mod tests {
         assert_eq!(at(&["tools", "1", "http", "url"]), Some((6, 7)));
         // A missing member: the deepest part that is there.
         assert_eq!(at(&["tools", "1", "http", "method"]), Some((5, 5)));
-        assert_eq!(at(&["tools", "1"]).map(|l| l.0), Some(4));
+        assert_eq!(at(&["tools", "1"]), Some((4, 5)));
+        assert_eq!(at(&["tools"]), Some((1, 1)));
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod http_shared;
 mod http_strict;
 mod https;
 mod lint;
+mod lint_loader;
 mod logs;
 mod metrics;
 mod mrtr;
