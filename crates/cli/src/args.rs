@@ -42,6 +42,28 @@ pub enum Command {
     List(crate::client_cmd::ListArgs),
     /// The pinned definitions of upstream servers' tools: list them, accept changed ones.
     Trust(crate::trust_cmd::TrustArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+}
+
+// `toolwright completions`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Install, for example:\n  bash: toolwright completions bash > \
+    ~/.local/share/bash-completion/completions/toolwright\n  zsh:  toolwright completions zsh > \
+    ~/.zfunc/_toolwright   (with fpath+=~/.zfunc before compinit)\n  fish: toolwright \
+    completions fish > ~/.config/fish/completions/toolwright.fish"
+)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Writes the completion script for `shell` to `out`.
+pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    let mut cmd = Cli::command();
+    clap_complete::generate(shell, &mut cmd, "toolwright", out);
 }
 
 // Which tools there are (`serve`, `tools`, and `call` in-process).
@@ -149,17 +171,27 @@ pub struct ScreenshotArgs {
     /// Allow pages on private, link-local and other non-public addresses.
     #[arg(long)]
     pub screenshot_allow_private: bool,
-    /// Refuse loopback addresses (127.0.0.0/8, ::1, localhost), allowed by default.
-    #[arg(long)]
+    /// Refuse loopback addresses (127.0.0.0/8, ::1, localhost). They are allowed by
+    /// default, except when `serve --http` listens on an address other than loopback (then
+    /// any client on the network could have the host's loopback-only services rendered).
+    #[arg(long, conflicts_with = "screenshot_allow_loopback")]
     pub screenshot_no_loopback: bool,
+    /// Allow loopback addresses even when `serve --http` listens beyond loopback.
+    #[arg(long)]
+    pub screenshot_allow_loopback: bool,
     /// Run Chromium without its sandbox (it always runs without one as root).
     #[arg(long)]
     pub screenshot_no_sandbox: bool,
 }
 
 impl ScreenshotArgs {
-    /// The tool's settings, checked.
-    pub fn settings(&self) -> anyhow::Result<toolwright_tools::screenshot::Settings> {
+    /// The tool's settings, checked. `exposed`: the server is reached over a network, not
+    /// only from this machine (`serve --http` on an address other than loopback), so
+    /// loopback pages are refused unless `--screenshot-allow-loopback` says otherwise.
+    pub fn settings(
+        &self,
+        exposed: bool,
+    ) -> anyhow::Result<toolwright_tools::screenshot::Settings> {
         use toolwright_tools::screenshot::Settings;
         let d = Settings::default();
         let timeout = match self.screenshot_timeout {
@@ -177,7 +209,8 @@ impl ScreenshotArgs {
             timeout,
             max_height: self.screenshot_max_height.unwrap_or(d.max_height),
             allow_private: self.screenshot_allow_private,
-            allow_loopback: !self.screenshot_no_loopback,
+            allow_loopback: self.screenshot_allow_loopback
+                || !(self.screenshot_no_loopback || exposed),
             concurrency: self.screenshot_concurrency.unwrap_or(d.concurrency),
             sandbox: !self.screenshot_no_sandbox,
         })
@@ -355,8 +388,12 @@ pub struct CallArgs {
     #[arg(value_name = "KEY=VALUE")]
     pub pairs: Vec<String>,
     /// All arguments as one JSON object (instead of key=value pairs).
-    #[arg(long, value_name = "ARGS", conflicts_with = "pairs")]
-    pub json: Option<String>,
+    #[arg(long = "args", value_name = "JSON", conflicts_with = "pairs")]
+    pub args_json: Option<String>,
+    /// Print the result as JSON: what `call` always prints (accepted, as `list --json` and
+    /// `tools --json` take it, so the flag means the output's format everywhere).
+    #[arg(long)]
+    pub json: bool,
     /// A server to call instead of running the tool in-process.
     #[command(flatten)]
     pub remote: crate::client_cmd::RemoteArgs,
@@ -370,7 +407,7 @@ pub struct CallArgs {
 
 const CALL_AFTER_HELP: &str = "Examples:\n  toolwright call add a=1 b=2\n  toolwright call \
     search_files pattern='*.rs' directory=src\n  toolwright call get-sum a=2 b=3 -- npx -y \
-    @modelcontextprotocol/server-everything\n  toolwright call add --json '{\"a\": 1, \"b\": 2}' \
+    @modelcontextprotocol/server-everything\n  toolwright call add --args '{\"a\": 1, \"b\": 2}' \
     --url http://127.0.0.1:8080/mcp";
 
 /// Parses the process arguments.

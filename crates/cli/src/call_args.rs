@@ -1,5 +1,6 @@
 //! The arguments of `toolwright call`: `key=value` pairs typed by the tool's `inputSchema`,
-//! or one JSON object (`--json`), and the hint printed when pairs fail the schema.
+//! or one JSON object (`--args`), each name checked against the schema's properties, and
+//! the hint printed when pairs fail the schema.
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value};
@@ -8,25 +9,32 @@ use serde_json::{Map, Value};
 /// looked at.
 #[derive(Debug, Clone)]
 pub enum Given {
-    /// `--json ARGS`: the object as written.
+    /// `--args JSON`: the object as written.
     Json(Value),
     /// `key=value` pairs, in order.
     Pairs(Vec<(String, String)>),
 }
 
 impl Given {
-    /// Checks the form: `--json` must be a JSON object, each pair `key=value` with a key.
+    /// Checks the form: `--args` must be a JSON object, each pair `key=value` with a key.
     pub fn parse(json: Option<&str>, pairs: &[String]) -> Result<Given> {
         if let Some(j) = json {
-            let v: Value = serde_json::from_str(j).context("--json is not valid JSON")?;
+            let v: Value = serde_json::from_str(j).context("--args is not valid JSON")?;
             if !v.is_object() {
-                bail!("--json must be a JSON object, as in --json '{{\"a\": 1}}'");
+                bail!("--args must be a JSON object, as in --args '{{\"a\": 1}}'");
             }
             return Ok(Given::Json(v));
         }
         let mut out = Vec::with_capacity(pairs.len());
         for p in pairs {
             let Some((k, v)) = p.split_once('=') else {
+                if p.trim_start().starts_with('{') {
+                    bail!(
+                        "argument {p:?} is not of the form key=value; to give every argument as \
+                         one JSON object, use --args '{{...}}' (--json, as in list and tools, \
+                         asks for JSON output)"
+                    );
+                }
                 bail!("argument {p:?} is not of the form key=value");
             };
             if k.is_empty() {
@@ -38,7 +46,26 @@ impl Given {
     }
 
     /// The arguments object for a tool with this `inputSchema`.
-    pub fn arguments(&self, input_schema: &Value) -> Value {
+    ///
+    /// # Errors
+    ///
+    /// A name that is not one of the schema's `properties` when the schema lists them and
+    /// does not take others (no `additionalProperties` or `patternProperties` that would):
+    /// a mistyped name (`cnt=3` for `count`) would otherwise be sent, and ignored by a tool
+    /// whose schema lets unknown members through. The message names the closest property.
+    pub fn arguments(&self, input_schema: &Value) -> Result<Value> {
+        let names: Vec<&str> = match self {
+            Given::Json(v) => v
+                .as_object()
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default(),
+            Given::Pairs(pairs) => pairs.iter().map(|(k, _)| k.as_str()).collect(),
+        };
+        check_names(&names, input_schema)?;
+        Ok(self.object(input_schema))
+    }
+
+    fn object(&self, input_schema: &Value) -> Value {
         match self {
             Given::Json(v) => v.clone(),
             Given::Pairs(pairs) => {
@@ -54,7 +81,7 @@ impl Given {
     }
 
     /// What to print on stderr when `arguments` failed the tool's schema: key=value pairs
-    /// are a guess at types, and `--json` says exactly what is meant.
+    /// are a guess at types, and `--args` says exactly what is meant.
     pub fn hint(&self, arguments: &Value) -> Option<String> {
         match self {
             Given::Json(_) => None,
@@ -64,11 +91,45 @@ impl Given {
                     "hint: key=value gave {arguments}; a value is typed by the tool's inputSchema \
                      (the text for a string property, else JSON when it parses: n=1, on=true, \
                      tags='[\"a\"]'); to say exactly what you mean, give one JSON object: \
-                     --json '{{{}}}'",
+                     --args '{{{}}}'",
                     keys.join(", ")
                 ))
             }
         }
+    }
+}
+
+/// Refuses a name that `input_schema` has no property for, when it lists its properties and
+/// takes no others.
+fn check_names(names: &[&str], input_schema: &Value) -> Result<()> {
+    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let takes_others = input_schema.get("patternProperties").is_some()
+        || input_schema
+            .get("additionalProperties")
+            .is_some_and(|a| a != &Value::Bool(false));
+    if takes_others {
+        return Ok(());
+    }
+    let Some(unknown) = names.iter().find(|n| !properties.contains_key(**n)) else {
+        return Ok(());
+    };
+    let closest = properties
+        .keys()
+        .map(|p| (strsim::damerau_levenshtein(unknown, p), p))
+        .filter(|(d, p)| *d <= (p.chars().count().max(unknown.chars().count()) / 2).max(1))
+        .min();
+    let known: Vec<&str> = properties.keys().map(String::as_str).collect();
+    let known = match known.is_empty() {
+        true => "none".to_owned(),
+        false => known.join(", "),
+    };
+    match closest {
+        Some((_, p)) => bail!(
+            "the tool has no argument {unknown:?}; did you mean {p:?}? (its arguments: {known})"
+        ),
+        None => bail!("the tool has no argument {unknown:?} (its arguments: {known})"),
     }
 }
 
@@ -208,11 +269,41 @@ mod tests {
             "text": {"type": "string"}, "n": {"type": "number"}}});
         let given =
             Given::parse(None, &["text=123".into(), "n=123".into(), "x==1".into()]).unwrap();
+        let open = json!({"type": "object", "properties": {
+            "text": {"type": "string"}, "n": {"type": "number"}}, "additionalProperties": true});
         assert_eq!(
-            given.arguments(&schema),
+            given.arguments(&open).unwrap(),
             json!({"text": "123", "n": 123, "x": "=1"})
         );
-        assert!(given.hint(&json!({})).unwrap().contains("--json"));
+        assert!(given.hint(&json!({})).unwrap().contains("--args"));
+        // The same pairs against a schema that takes only its properties: `x` is refused.
+        assert!(given.arguments(&schema).is_err());
+    }
+
+    #[test]
+    fn a_mistyped_name_is_refused_with_the_closest_property() {
+        let schema = json!({"type": "object", "properties": {
+            "count": {"type": "integer"}, "pattern": {"type": "string"}}});
+        let err = |pairs: &[&str], schema: &Value| {
+            let pairs: Vec<String> = pairs.iter().map(|p| (*p).to_owned()).collect();
+            let given = Given::parse(None, &pairs).unwrap();
+            format!("{:#}", given.arguments(schema).unwrap_err())
+        };
+        assert_eq!(
+            err(&["cnt=3"], &schema),
+            "the tool has no argument \"cnt\"; did you mean \"count\"? (its arguments: count, pattern)"
+        );
+        assert_eq!(
+            err(&["count=1", "zzzzzzzzz=1"], &schema),
+            "the tool has no argument \"zzzzzzzzz\" (its arguments: count, pattern)"
+        );
+        let json = Given::parse(Some(r#"{"paternn": "x"}"#), &[]).unwrap();
+        assert!(format!("{:#}", json.arguments(&schema).unwrap_err()).contains("\"pattern\""));
+        // A schema that takes other members, or lists none, takes any name.
+        let open = json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {}});
+        let given = Given::parse(None, &["b=1".into()]).unwrap();
+        assert!(given.arguments(&open).is_ok());
+        assert!(given.arguments(&json!({"type": "object"})).is_ok());
     }
 
     #[test]
@@ -226,10 +317,11 @@ mod tests {
             "argument \"novalue\" is not of the form key=value"
         );
         assert_eq!(err(None, &["=1"]), "argument \"=1\" has an empty key");
-        assert!(err(Some("[1]"), &[]).starts_with("--json must be a JSON object"));
-        assert!(err(Some("{"), &[]).starts_with("--json is not valid JSON"));
+        assert!(err(Some("[1]"), &[]).starts_with("--args must be a JSON object"));
+        assert!(err(Some("{"), &[]).starts_with("--args is not valid JSON"));
+        assert!(err(None, &[r#"{"a": 1}"#]).contains("use --args"));
         let json = Given::parse(Some(r#"{"a": "1"}"#), &[]).unwrap();
-        assert_eq!(json.arguments(&json!({})), json!({"a": "1"}));
+        assert_eq!(json.arguments(&json!({})).unwrap(), json!({"a": "1"}));
         assert_eq!(json.hint(&json!({})), None);
     }
 }

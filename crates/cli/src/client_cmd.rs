@@ -401,7 +401,7 @@ async fn call_on(
         )?;
         return Ok(ExitCode::from(2));
     }
-    let args = given.arguments(&tool.input_schema);
+    let args = given.arguments(&tool.input_schema)?;
     // The hint needs a schema that compiles; one that does not is the server's to report.
     let hint = toolwright_schema::Validator::compile(&tool.input_schema)
         .ok()

@@ -22,6 +22,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Lint(a) => crate::lint_cmd::run(a),
         Command::List(a) => crate::client_cmd::list(a),
         Command::Trust(a) => crate::trust_cmd::run(a),
+        Command::Completions(a) => {
+            let mut out = Vec::new();
+            crate::args::completions(a.shell, &mut out);
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&out)?;
+            stdout.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -40,8 +48,13 @@ fn init_logging_as(json: bool) {
         tracing::Level::WARN
     };
     let filter = log_filter(std::env::var("TOOLWRIGHT_LOG").ok().as_deref(), default);
+    // Colour only for a person at a terminal: a file, a pipe or a client's log gets plain
+    // text, and NO_COLOR (https://no-color.org) turns it off there too.
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     let _ = if json {
         builder
@@ -90,6 +103,8 @@ struct Settings<'a> {
     protocol: &'a ProtocolArgs,
     /// Where requests are observed (`serve --http` unless `--no-metrics`).
     telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
+    /// Served over HTTP on an address other than loopback.
+    exposed: bool,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -100,13 +115,19 @@ fn load_declared(
 ) -> Result<(
     Vec<std::sync::Arc<toolwright_declared::DeclaredTool>>,
     toolwright_toolfile::GatewayConfig,
+    toolwright_toolfile::builtins::Builtins,
 )> {
     let declared = toolwright_declared::load_files(files);
     let gateway = read_gateway(files);
+    let builtins = read_builtins(files);
     let mut problems: Vec<toolwright_toolfile::FileProblem> = Vec::new();
-    for e in [declared.as_ref().err(), gateway.as_ref().err()]
-        .into_iter()
-        .flatten()
+    for e in [
+        declared.as_ref().err(),
+        gateway.as_ref().err(),
+        builtins.as_ref().err(),
+    ]
+    .into_iter()
+    .flatten()
     {
         for p in e.problems() {
             // A file that cannot be read or parsed is reported by both.
@@ -118,14 +139,31 @@ fn load_declared(
     if !problems.is_empty() {
         return Err(problems_error(&problems, "nothing was served"));
     }
-    let (declared, gateway) = (
+    let (declared, gateway, builtins) = (
         declared.map_err(anyhow::Error::from)?,
         gateway.map_err(anyhow::Error::from)?,
+        builtins.map_err(anyhow::Error::from)?,
     );
     for w in &gateway.warnings {
         eprintln!("toolwright: warning: {w}");
     }
-    Ok((declared, gateway))
+    Ok((declared, gateway, builtins))
+}
+
+/// Which built-in tools `files` ask for (`builtins:`): all of them without files, else only
+/// those the files name. A file that cannot be read or parsed is left to the other readers,
+/// which report it.
+pub fn read_builtins(
+    files: &[std::path::PathBuf],
+) -> Result<toolwright_toolfile::builtins::Builtins, toolwright_toolfile::LoadError> {
+    let docs: Vec<toolwright_toolfile::Document> = files
+        .iter()
+        .filter_map(|f| toolwright_toolfile::Document::read(f).ok())
+        .collect();
+    if docs.is_empty() && !files.is_empty() {
+        return Ok(toolwright_toolfile::builtins::Builtins::Named(Vec::new()));
+    }
+    toolwright_toolfile::builtins::read(&docs, toolwright_tools::NAMES)
 }
 
 fn read_gateway(
@@ -176,6 +214,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
         run: a,
         protocol: p,
         telemetry,
+        exposed,
     } = settings;
     if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
         bail!("--call-timeout must be a positive number of seconds");
@@ -211,7 +250,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
         arith: toolwright_tools::arith::Settings {
             max_digits: a.arith_max_digits as usize,
         },
-        screenshot: a.screenshot.settings()?,
+        screenshot: a.screenshot.settings(*exposed)?,
     };
     // Generated tools (for the tools/list benchmark) come after the built-in ones and, like
     // them, compile their schemas when warming up; other fixture sets may add resources and
@@ -220,7 +259,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
     let files = set.config_files();
     // Loading the servers with the declared tools refuses a file whose `servers:` are
     // wrong before anything is served.
-    let (declared_tools, servers) = load_declared(&files)?;
+    let (declared_tools, servers, builtins) = load_declared(&files)?;
     let declared: Vec<String> = declared_tools
         .iter()
         .map(|t| t.definition_ref().name.clone())
@@ -247,7 +286,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
     // Built-in tools compile their schemas once the first answers are out (on a thread of
     // their own), or when tools/list or tools/call first needs them.
     let server = Server::new_warming(info, config, move |server| {
-        let registered = toolwright_tools::register_all(server, &options)
+        let registered = toolwright_tools::register_where(server, &options, |n| builtins.serves(n))
             .and_then(|()| bulk.iter().try_for_each(|set| set.register(server)));
         if let Err(e) = registered {
             eprintln!("toolwright: registering the built-in tools failed: {e}");
@@ -284,6 +323,13 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
         declared,
         gateway,
     })
+}
+
+/// Whether `--http ADDR:PORT` listens on anything but loopback (`0.0.0.0` and `[::]` are
+/// every interface).
+fn beyond_loopback(addr: &str) -> bool {
+    addr.parse::<std::net::SocketAddr>()
+        .map_or(true, |a| !a.ip().is_loopback())
 }
 
 /// The fixture sets asked for, refused when one is named twice.
@@ -328,6 +374,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         run: &a.run,
         protocol: &a.protocol,
         telemetry: observed.then(|| toolwright_server::telemetry::Telemetry::with(settings)),
+        exposed: a.http.addr.as_deref().is_some_and(beyond_loopback),
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -415,20 +462,91 @@ fn terminal_note(built: &Built) -> String {
         .collect();
     let program = std::env::current_exe()
         .map_or_else(|_| "toolwright".to_owned(), |p| p.display().to_string());
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = client_args(
+        std::env::args().skip(1).collect(),
+        &built.files,
+        built.server.roots(),
+    );
     let entry = json!({"mcpServers": {"toolwright": {"command": program, "args": args}}});
+    let claude_code: Vec<String> = ["claude", "mcp", "add", "toolwright", "--", &program]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(args.iter().cloned())
+        .map(|a| shell_word(&a))
+        .collect();
     format!(
         "toolwright: serving MCP on stdio: {listed} tools{declared}{upstream}; file tools may \
          touch {roots}.\n\
          toolwright: stdin is a terminal, so no client is attached. An MCP client starts this \
-         command itself and speaks JSON-RPC on its stdin and stdout; for example, in \
-         claude_desktop_config.json:\n  {entry}\n\
+         command itself and speaks JSON-RPC on its stdin and stdout, from a working directory of \
+         its own, so every path below is absolute. In claude_desktop_config.json (Cursor: \
+         .cursor/mcp.json; VS Code's .vscode/mcp.json takes the same entry under \"servers\"):\n  \
+         {entry}\n\
+         toolwright: Claude Code: {claude_code}\n\
          toolwright: for clients that connect to a URL: toolwright serve --http (serves \
          http://127.0.0.1:8080/mcp). Without a client: toolwright tools, toolwright call TOOL \
          key=value.\n\
          toolwright: waiting for messages on stdin; Ctrl-D (end of input) or Ctrl-C quits.\n",
-        roots = roots.join(", ")
+        roots = roots.join(", "),
+        claude_code = claude_code.join(" ")
     )
+}
+
+/// The arguments a client should start this server with: the ones given, with each
+/// `--config` and `--root` made absolute, and the tool files and roots this run found by
+/// default (`./toolwright.yaml`, the current directory) named, since a client starts it in
+/// a directory of its own.
+fn client_args(
+    given: Vec<String>,
+    files: &[std::path::PathBuf],
+    roots: &[std::path::PathBuf],
+) -> Vec<String> {
+    let absolute =
+        |p: &str| std::path::absolute(p).map_or_else(|_| p.to_owned(), |a| a.display().to_string());
+    let mut out = Vec::with_capacity(given.len() + 4);
+    let (mut configs, mut rooted) = (false, false);
+    let mut it = given.into_iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f == "--config" || f == "--root" => (f.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        if flag == "--config" || flag == "--root" {
+            configs |= flag == "--config";
+            rooted |= flag == "--root";
+            let value = inline.or_else(|| it.next()).unwrap_or_default();
+            out.push(flag);
+            out.push(absolute(&value));
+        } else {
+            out.push(arg);
+        }
+    }
+    if !configs {
+        for f in files {
+            out.push("--config".to_owned());
+            out.push(absolute(&f.display().to_string()));
+        }
+    }
+    if !rooted {
+        for r in roots {
+            out.push("--root".to_owned());
+            out.push(absolute(&r.display().to_string()));
+        }
+    }
+    out
+}
+
+/// `word` as a POSIX shell reads it back: as is when it holds nothing the shell would
+/// interpret, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
+    match plain {
+        true => word.to_owned(),
+        false => format!("'{}'", word.replace('\'', "'\\''")),
+    }
 }
 
 fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> {
@@ -496,6 +614,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         run: &crate::args::defaults(),
         protocol: &crate::args::defaults(),
         telemetry: None,
+        exposed: false,
     })?
     .server;
     let defs = definitions(&server);
@@ -537,7 +656,7 @@ impl Drop for CloseOnDrop {
 }
 
 fn call(a: CallArgs) -> Result<ExitCode> {
-    let given = crate::call_args::Given::parse(a.json.as_deref(), &a.pairs)?;
+    let given = crate::call_args::Given::parse(a.args_json.as_deref(), &a.pairs)?;
     if a.remote.target.is_given() {
         return crate::client_cmd::call(&a, &given);
     }
@@ -547,6 +666,7 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         run: &a.run,
         protocol: &crate::args::defaults(),
         telemetry: None,
+        exposed: false,
     })?;
     // The gateway runs the upstreams' connections: it lives until the call is answered,
     // and closes its upstreams however this returns.
@@ -561,7 +681,7 @@ fn call(a: CallArgs) -> Result<ExitCode> {
             names.join(", ")
         );
     };
-    let args = given.arguments(&entry.definition.input_schema);
+    let args = given.arguments(&entry.definition.input_schema)?;
     let hint = match entry.input.is_valid(&args) {
         true => None,
         false => given.hint(&args),

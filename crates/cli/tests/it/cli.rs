@@ -1,7 +1,7 @@
 //! The command line: `tools`, `call`, help and exit codes.
 
 use crate::util::run_cli;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -38,7 +38,7 @@ fn call_runs_a_tool_in_process() {
     assert!(o.status.success(), "{o:?}");
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["structuredContent"]["result"], 3.5);
-    let o = run_cli(&["call", "multiply", "--json", r#"{"a": 3, "b": 4}"#]);
+    let o = run_cli(&["call", "multiply", "--args", r#"{"a": 3, "b": 4}"#]);
     assert!(o.status.success());
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["structuredContent"]["result"], 12);
@@ -54,7 +54,7 @@ fn exit_codes() {
     assert_eq!(run_cli(&["call", "nope"]).status.code(), Some(2));
     assert_eq!(run_cli(&["call", "add", "novalue"]).status.code(), Some(2));
     assert_eq!(
-        run_cli(&["call", "add", "--json", "[1]"]).status.code(),
+        run_cli(&["call", "add", "--args", "[1]"]).status.code(),
         Some(2)
     );
     assert_eq!(run_cli(&["frobnicate"]).status.code(), Some(2));
@@ -149,6 +149,61 @@ fn serve_on_a_terminal_says_what_it_serves_and_how_to_quit() {
         out.is_empty(),
         "stdout carries protocol messages only: {out:?}"
     );
+}
+
+#[test]
+fn serve_on_a_terminal_suggests_an_entry_with_absolute_paths() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    // The file found by default and the current directory as root: a client starts the
+    // server in a directory of its own, so the entry names both, absolutely.
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(dir.join("docs")).unwrap();
+    std::fs::write(dir.join("toolwright.yaml"), "builtins: [add]\n").unwrap();
+    let (mut master, terminal) = pty();
+    let mut child = Command::new(crate::util::bin())
+        .args(["serve", "--root=docs"])
+        .current_dir(&dir)
+        .stdin(terminal)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut note = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let last = line.contains("quits");
+        note.push(line);
+        if last {
+            break;
+        }
+    }
+    master.write_all(&[4]).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let note = note.join("\n");
+    let entry = note
+        .lines()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap();
+    let entry: Value = serde_json::from_str(entry).unwrap();
+    let file = dir.join("toolwright.yaml");
+    let docs = dir.join("docs");
+    assert_eq!(
+        entry["mcpServers"]["toolwright"]["args"],
+        json!(["serve", "--root", docs, "--config", file]),
+        "{note}"
+    );
+    let program = entry["mcpServers"]["toolwright"]["command"]
+        .as_str()
+        .unwrap();
+    assert!(std::path::Path::new(program).is_absolute(), "{program}");
+    let claude = format!(
+        "toolwright: Claude Code: claude mcp add toolwright -- {program} serve --root {} --config {}",
+        docs.display(),
+        file.display()
+    );
+    assert!(note.contains(&claude), "{claude:?} not in:\n{note}");
 }
 
 #[test]

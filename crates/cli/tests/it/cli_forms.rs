@@ -319,7 +319,7 @@ fn pairs_follow_the_input_schema_in_process_and_remotely() {
 }
 
 #[test]
-fn pairs_that_fail_the_schema_get_a_hint_at_json() {
+fn pairs_that_fail_the_schema_get_a_hint_at_args() {
     let hint = "toolwright: hint: key=value gave {\"a\":\"x\",\"b\":1}; a value is typed by the \
                 tool's inputSchema";
     let o = run_cli(&["call", "add", "a=x", "b=1"]);
@@ -327,7 +327,7 @@ fn pairs_that_fail_the_schema_get_a_hint_at_json() {
     assert_eq!(json_of(&o)["isError"], true);
     assert!(stderr(&o).starts_with(hint), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("--json '{\"a\": …, \"b\": …}'"),
+        stderr(&o).contains("--args '{\"a\": …, \"b\": …}'"),
         "{}",
         stderr(&o)
     );
@@ -338,8 +338,8 @@ fn pairs_that_fail_the_schema_get_a_hint_at_json() {
     );
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).starts_with(hint), "{}", stderr(&o));
-    // --json says exactly what is meant: no hint.
-    let o = run_cli(&["call", "add", "--json", r#"{"a": "x", "b": 1}"#]);
+    // --args says exactly what is meant: no hint.
+    let o = run_cli(&["call", "add", "--args", r#"{"a": "x", "b": 1}"#]);
     assert_eq!(code(&o), 1);
     assert!(o.stderr.is_empty(), "{}", stderr(&o));
     // Nor for pairs that pass.

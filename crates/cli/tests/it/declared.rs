@@ -108,7 +108,19 @@ fn problems_name_file_line_and_column_in_every_format() {
 fn a_declared_tool_cannot_take_a_built_in_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.yaml");
+    // A built-in tool the file does not ask for leaves its name free.
     std::fs::write(&path, "tools:\n  - name: add\n    command: [echo]\n").unwrap();
+    let out = run_cli(&["tools", "--config", path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(
+        &path,
+        "builtins: [add]\ntools:\n  - name: add\n    command: [echo]\n",
+    )
+    .unwrap();
     let out = run_cli(&["tools", "--config", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -128,12 +140,22 @@ fn toolwright_yaml_in_the_current_directory_is_loaded_by_default() {
     .unwrap();
     let mut s = Server::start_in(&["--no-watch"], Some(dir.path())).handshake(V);
     let listed = names(&mut s);
-    assert!(listed.contains(&"say".to_owned()), "{listed:?}");
-    assert!(
-        listed.contains(&"add".to_owned()),
-        "built-ins first: {listed:?}"
-    );
+    // Only what the file names: its own tool, and no built-in one.
+    assert_eq!(listed, ["say"]);
     assert_eq!(text_of(&call(&mut s, "say", json!({}))), "here\n");
+    drop(s);
+    std::fs::write(
+        dir.path().join("toolwright.yaml"),
+        format!("builtins: all\n{}", ECHO.replace("WORD", "here")),
+    )
+    .unwrap();
+    let mut s = Server::start_in(&["--no-watch"], Some(dir.path())).handshake(V);
+    let listed = names(&mut s);
+    assert_eq!(
+        listed,
+        ["add", "multiply", "say", "search_files", "take_screenshot"],
+        "every built-in tool beside it"
+    );
 }
 
 #[test]

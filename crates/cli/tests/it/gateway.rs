@@ -343,7 +343,10 @@ impl Gateway {
     fn write(&self, gateway: Value, servers: Value) {
         let mut gateway = gateway;
         gateway["state_file"] = json!(s(&self.state_file()));
-        let doc = json!({"gateway": gateway, "servers": servers});
+        // The built-in tools are served beside the upstreams' here (`builtins: all`), so that
+        // names that collide with them, and clients seeing both, are exercised; a file that
+        // names none serves none (gateway_first_use.rs).
+        let doc = json!({"gateway": gateway, "servers": servers, "builtins": "all"});
         // JSON is YAML: the file is read as YAML.
         std::fs::write(&self.path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     }

@@ -17,6 +17,7 @@ mod declared_examples;
 mod declared_safety;
 mod declared_shape;
 mod exit_codes;
+mod first_use;
 mod gateway;
 mod gateway_config;
 mod gateway_first_use;

@@ -61,7 +61,7 @@ impl Policy {
         let hint = match c.class {
             AddrClass::Loopback => match self.loopback {
                 Loopback::Disabled | Loopback::Allowed => {
-                    "the server was started with --screenshot-no-loopback"
+                    "this server refuses loopback pages: it was started with --screenshot-no-loopback, or serves HTTP beyond loopback without --screenshot-allow-loopback"
                 }
                 Loopback::NotFromPublicPage => {
                     "only pages that are themselves on loopback may load loopback addresses"
