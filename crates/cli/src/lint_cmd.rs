@@ -198,6 +198,14 @@ fn lint_set(
             None
         }
     };
+    // `builtins:` is read by the same function `serve` uses.
+    if let Err(e) = toolwright_toolfile::builtins::read(&docs, toolwright_tools::NAMES) {
+        for p in e.problems() {
+            if !problems.contains(p) {
+                problems.push(p.clone());
+            }
+        }
+    }
     let refused = order
         .iter()
         .any(|r| r.as_ref().is_err_and(|l| !l.report.outside.is_empty()));

@@ -20,14 +20,15 @@ const ALIASES: &[(&str, &str)] = &[
 ];
 
 /// Whether `doc` is a file of declared tools rather than bare definitions: a TOML file
-/// (only declared tools come in TOML), a config file with `servers:` or `gateway:`, or one
-/// where some tool has an action, `output` or `timeout`, or a member that no MCP tool
-/// has (`cmd:` for `command:`: only the loader knows it is wrong). A seed-style list of
+/// (only declared tools come in TOML), a config file with `servers:`, `gateway:` or
+/// `builtins:`, or one where some tool has an action, `output` or `timeout`, or a member
+/// that no MCP tool has (`cmd:` for `command:`: only the loader knows it is wrong). A seed-style list of
 /// definitions without actions is linted as definitions ([`crate::lint`]), as before.
 pub fn is_declared(doc: &Document) -> bool {
     doc.format == Format::Toml
         || !doc.servers.is_empty()
         || doc.gateway.is_some()
+        || doc.builtins.is_some()
         || doc.tools.iter().any(looks_declared)
 }
 

@@ -231,6 +231,15 @@ cmd = ["ls"]
 "#,
         (5, 1),
     ),
+    (
+        "builtins_unknown.yaml",
+        r#"builtins:
+  - add
+  - take_screenshots
+tools: []
+"#,
+        (3, 5),
+    ),
 ];
 
 #[test]
