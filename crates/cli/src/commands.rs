@@ -271,7 +271,6 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
                 &servers,
                 toolwright_gateway::gateway::Settings {
                     call_timeout: config.call_timeout,
-                    roots: config.roots.clone(),
                     telemetry: telemetry.clone(),
                 },
             )

@@ -328,7 +328,6 @@ fn lint_upstreams(
         config,
         toolwright_gateway::gateway::Settings {
             call_timeout: std::time::Duration::from_secs(30),
-            roots: vec![std::env::current_dir().context("reading the current directory")?],
             telemetry: None,
         },
     )?;

@@ -37,9 +37,6 @@ const PIN_POLL: Duration = Duration::from_millis(300);
 pub struct Settings {
     /// The longest a call may take when the server spec does not say.
     pub call_timeout: Duration,
-    /// The server's own roots (`--root`). Never offered upstream: what an upstream gets
-    /// is its entry's `roots:`.
-    pub roots: Vec<PathBuf>,
     /// Where each upstream session's duration is recorded (`mcp.client.session.duration`).
     pub telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
 }
