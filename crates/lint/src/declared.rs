@@ -2,6 +2,8 @@
 //! is linted with every rule, its action with the rules of `actions.rs`, and each finding
 //! is placed by line and column in the file.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value, json};
 use toolwright_toolfile::error::{FileProblem, Seg};
 use toolwright_toolfile::{Document, Format};
@@ -101,6 +103,11 @@ pub fn add_refusals(
     options: &Options,
 ) {
     let fix = "`toolwright serve --config` refuses the file until this is fixed; the README's reference of declared tools says how each field is written";
+    // Where each tool's findings are (lint's own, before any refusal joins them).
+    let mut of_tool: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, f) in report.findings.iter().enumerate() {
+        of_tool.entry(f.index).or_default().push(i);
+    }
     for p in problems.iter().filter(|p| p.file == doc.file) {
         let pointer = pointer_of(&p.problem.at);
         let Some((index, _)) = &p.tool else {
@@ -119,14 +126,19 @@ pub fn add_refusals(
             continue;
         };
         let index = *index;
-        let same = report.findings.iter_mut().find(|f| {
-            f.index == index
-                && f.severity == Severity::Error
-                && (f.location == p.location && p.location.is_some() || f.pointer == pointer)
-        });
-        if let Some(f) = same {
+        let same = of_tool
+            .get(&index)
+            .into_iter()
+            .flatten()
+            .copied()
+            .find(|&i| {
+                let f = &report.findings[i];
+                f.severity == Severity::Error
+                    && (f.location == p.location && p.location.is_some() || f.pointer == pointer)
+            });
+        if let Some(i) = same {
             if p.location.is_some() {
-                f.location = p.location;
+                report.findings[i].location = p.location;
             }
             continue;
         }
@@ -135,8 +147,8 @@ pub fn add_refusals(
         }
         let tool = report
             .tools
-            .iter()
-            .find(|t| t.index == index)
+            .get(index)
+            .filter(|t| t.index == index)
             .map_or_else(|| format!("#{index}"), |t| t.name.clone());
         report.findings.push(refusal(index, tool, pointer, p, fix));
     }

@@ -1,5 +1,6 @@
 //! The result of a lint run, rendered for people (grouped by tool) or as JSON.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use serde_json::{Value, json};
@@ -71,6 +72,15 @@ impl Report {
         self.findings.iter().filter(move |f| f.index == index)
     }
 
+    /// The findings of each tool, by index, in report order.
+    fn by_tool(&self) -> HashMap<usize, Vec<&Finding>> {
+        let mut out: HashMap<usize, Vec<&Finding>> = HashMap::new();
+        for f in &self.findings {
+            out.entry(f.index).or_default().push(f);
+        }
+        out
+    }
+
     /// The report for people: findings grouped by tool, then a summary line. ANSI colours
     /// only when `color` is true.
     pub fn render_human(&self, color: bool) -> String {
@@ -81,6 +91,10 @@ impl Report {
                 text.to_owned()
             }
         };
+        let mut names: HashMap<&str, usize> = HashMap::new();
+        for t in &self.tools {
+            *names.entry(t.name.as_str()).or_default() += 1;
+        }
         let mut groups: Vec<(String, Vec<&Finding>)> = Vec::new();
         for f in &self.outside {
             let header = match (f.tool.as_str(), &self.file) {
@@ -93,12 +107,12 @@ impl Report {
                 _ => groups.push((header, vec![f])),
             }
         }
+        let mut of_tool = self.by_tool();
         for entry in &self.tools {
-            let findings: Vec<&Finding> = self.findings_of(entry.index).collect();
-            if findings.is_empty() {
+            let Some(findings) = of_tool.remove(&entry.index) else {
                 continue;
-            }
-            let ambiguous = self.tools.iter().filter(|t| t.name == entry.name).count() > 1;
+            };
+            let ambiguous = names.get(entry.name.as_str()).is_some_and(|n| *n > 1);
             let header = if ambiguous {
                 format!("{} (#{})", entry.name, entry.index)
             } else {
@@ -144,10 +158,11 @@ impl Report {
         if self.findings.is_empty() && self.outside.is_empty() {
             return format!("{tools} checked: no findings");
         }
+        let of_tool = self.by_tool();
         let with: usize = self
             .tools
             .iter()
-            .filter(|t| self.findings_of(t.index).next().is_some())
+            .filter(|t| of_tool.contains_key(&t.index))
             .count();
         let plural = |k: usize, word: &str| format!("{k} {word}{}", if k == 1 { "" } else { "s" });
         format!(
