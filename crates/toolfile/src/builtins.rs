@@ -93,10 +93,7 @@ pub fn read(docs: &[Document], known: &[&str]) -> Result<Builtins, LoadError> {
             )),
         }
     }
-    if !problems.is_empty() {
-        return Err(LoadError::Problems(problems));
-    }
-    Ok(match all {
+    let chosen = match all {
         true => Builtins::All,
         false => Builtins::Named(
             known
@@ -105,7 +102,30 @@ pub fn read(docs: &[Document], known: &[&str]) -> Result<Builtins, LoadError> {
                 .map(|k| (*k).to_owned())
                 .collect(),
         ),
-    })
+    };
+    // A declared tool cannot take the name of a built-in tool that is served with it.
+    for doc in docs {
+        for (i, tool) in doc.tools.iter().enumerate() {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            if known.contains(&name) && chosen.serves(name) {
+                problems.push(doc.problem(
+                    i,
+                    Problem::new(
+                        ["name"],
+                        format!(
+                            "{name:?} is the name of a built-in tool that `builtins:` serves; rename the tool, or leave {name} out of `builtins:`"
+                        ),
+                    ),
+                ));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(LoadError::Problems(problems));
+    }
+    Ok(chosen)
 }
 
 #[cfg(test)]
@@ -176,5 +196,19 @@ mod tests {
         );
         let e = errors(&[doc("a.json", "{\"builtins\": [1]}")]);
         assert!(e[0].contains("a built-in tool's name is a string"), "{e:?}");
+    }
+
+    #[test]
+    fn a_declared_tool_cannot_take_a_served_built_ins_name() {
+        let text = "builtins: [add]\ntools:\n  - name: add\n    command: [echo]\n  - name: multiply\n    command: [echo]\n";
+        let e = errors(&[doc("a.yaml", text)]);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("a.yaml:3:5: tool \"add\" (tools[0]): name: \"add\" is the name of a built-in tool that `builtins:` serves"),
+            "{e:?}"
+        );
+        // Not served: the name is free.
+        let free = doc("a.yaml", "tools:\n  - name: add\n    command: [echo]\n");
+        assert_eq!(read(&[free], KNOWN).unwrap(), Builtins::Named(vec![]));
     }
 }

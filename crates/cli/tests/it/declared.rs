@@ -124,8 +124,11 @@ fn a_declared_tool_cannot_take_a_built_in_name() {
     let out = run_cli(&["tools", "--config", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
+    // Refused as the file loads, at the tool's name (and so by `lint` too).
     assert!(
-        err.contains("a tool named \"add\" is already registered"),
+        err.contains(
+            "t.yaml:3:5: tool \"add\" (tools[0]): name: \"add\" is the name of a built-in tool"
+        ),
         "{err}"
     );
 }

@@ -240,6 +240,25 @@ tools: []
 "#,
         (3, 5),
     ),
+    (
+        "builtin_name_taken.yaml",
+        r#"builtins: [add]
+tools:
+  - name: add
+    description: Add the numbers of the ledger file. Returns the sum.
+    annotations: {readOnlyHint: true, openWorldHint: false}
+    command: ["cat", "ledger-sum.txt"]
+"#,
+        (3, 5),
+    ),
+    (
+        "server_unknown_member.yaml",
+        r#"servers:
+  docs:
+    comand: ["npx", "-y", "@modelcontextprotocol/server-filesystem", "."]
+"#,
+        (3, 5),
+    ),
 ];
 
 #[test]
