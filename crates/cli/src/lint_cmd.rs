@@ -28,11 +28,13 @@ pub struct LintArgs {
     /// Files of tool definitions: one tool, an array, a tools/list result or a JSON-RPC
     /// response, in JSON or YAML ("-" reads stdin); or files of declared tools (as
     /// `serve --config` reads them, YAML, JSON or TOML by extension), whose actions are
-    /// checked too and whose findings name their line and column.
+    /// checked too, whose findings name their line and column, and in which everything
+    /// `serve --config FILE` would refuse is an error. Each file is linted on its own.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// A config file whose declared tools are linted, and whose `servers:` are started and
-    /// their tool lists linted (repeatable).
+    /// the tools they serve linted (repeatable: the files are loaded together, as
+    /// `serve --config A --config B` loads them).
     #[arg(long = "config", value_name = "FILE")]
     pub configs: Vec<PathBuf>,
     /// The server whose tools/list to lint (instead of files): `-- CMD ARGS...` or --url.
