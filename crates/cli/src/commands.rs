@@ -117,53 +117,13 @@ fn load_declared(
     toolwright_toolfile::GatewayConfig,
     toolwright_toolfile::builtins::Builtins,
 )> {
-    let declared = toolwright_declared::load_files(files);
-    let gateway = read_gateway(files);
-    let builtins = read_builtins(files);
-    let mut problems: Vec<toolwright_toolfile::FileProblem> = Vec::new();
-    for e in [
-        declared.as_ref().err(),
-        gateway.as_ref().err(),
-        builtins.as_ref().err(),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        for p in e.problems() {
-            // A file that cannot be read or parsed is reported by both.
-            if !problems.contains(p) {
-                problems.push(p.clone());
-            }
-        }
-    }
-    if !problems.is_empty() {
-        return Err(problems_error(&problems, "nothing was served"));
-    }
-    let (declared, gateway, builtins) = (
-        declared.map_err(anyhow::Error::from)?,
-        gateway.map_err(anyhow::Error::from)?,
-        builtins.map_err(anyhow::Error::from)?,
-    );
+    // Every check is the loader's (`toolwright lint` runs the same ones).
+    let (declared, gateway, builtins) = toolwright_declared::load_set(files)
+        .map_err(|e| problems_error(e.problems(), "nothing was served"))?;
     for w in &gateway.warnings {
         eprintln!("toolwright: warning: {w}");
     }
     Ok((declared, gateway, builtins))
-}
-
-/// Which built-in tools `files` ask for (`builtins:`): all of them without files, else only
-/// those the files name. A file that cannot be read or parsed is left to the other readers,
-/// which report it.
-pub fn read_builtins(
-    files: &[std::path::PathBuf],
-) -> Result<toolwright_toolfile::builtins::Builtins, toolwright_toolfile::LoadError> {
-    let docs: Vec<toolwright_toolfile::Document> = files
-        .iter()
-        .filter_map(|f| toolwright_toolfile::Document::read(f).ok())
-        .collect();
-    if docs.is_empty() && !files.is_empty() {
-        return Ok(toolwright_toolfile::builtins::Builtins::Named(Vec::new()));
-    }
-    toolwright_toolfile::builtins::read(&docs, toolwright_tools::NAMES)
 }
 
 fn read_gateway(

@@ -164,8 +164,8 @@ enum Loaded {
 
 /// Lints `files` as one set, as `serve --config` loads them together: each tool file with
 /// lint's rules and everything the loader refuses in it (the loader's own checks, run
-/// here: [`toolwright_declared::compile_all`] and [`toolwright_toolfile::read_config`]),
-/// each problem placed where `serve` places it. The gateway's settings come back when
+/// here: [`toolwright_declared::check_documents`]), each problem placed where `serve`
+/// places it. The gateway's settings come back when
 /// the loader took them.
 fn lint_set(
     files: &[PathBuf],
@@ -183,30 +183,12 @@ fn lint_set(
             Loaded::Linted(l) => order.push(Err(l)),
         }
     }
-    let (_, mut problems) = toolwright_declared::compile_all(&docs);
-    let config = match toolwright_toolfile::read_config(&docs) {
-        Ok(config) => {
-            for w in &config.warnings {
-                eprintln!("toolwright: warning: {w}");
-            }
-            Some(config)
-        }
-        Err(e) => {
-            for p in e.problems() {
-                if !problems.contains(p) {
-                    problems.push(p.clone());
-                }
-            }
-            None
-        }
-    };
-    // `builtins:` is read by the same function `serve` uses.
-    if let Err(e) = toolwright_toolfile::builtins::read(&docs, toolwright_tools::NAMES) {
-        for p in e.problems() {
-            if !problems.contains(p) {
-                problems.push(p.clone());
-            }
-        }
+    // Every check `serve --config` makes, run by the same function.
+    let checked = toolwright_declared::check_documents(&docs);
+    let problems = checked.problems;
+    let config = checked.config;
+    for w in config.iter().flat_map(|c| &c.warnings) {
+        eprintln!("toolwright: warning: {w}");
     }
     let refused = order
         .iter()

@@ -37,7 +37,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{LoadError, Problem, RunError};
-pub use load::{Document, Format, compile_all, load_files};
+pub use load::{Checked, Document, Format, check_documents, compile_all, load_files, load_set};
 pub use shape::jq_child_main;
 pub use tool::DeclaredTool;
 

@@ -1,6 +1,8 @@
 //! Loading tool files: a set of files loads as a whole or not at all. [`load_files`] returns
 //! the tools only when every tool of every file compiled and no two share a name, so a server
-//! swapping in a new set never serves half of an edit. Reading and placing problems is the
+//! swapping in a new set never serves half of an edit; [`load_set`] the gateway's settings and
+//! the built-in tools to serve with them. Every check the loader makes is in
+//! [`check_documents`], which `toolwright lint` runs too. Reading and placing problems is the
 //! tool file crate's ([`Document`]).
 
 use crate::error::{FileProblem, LoadError, Problem};
@@ -8,6 +10,8 @@ use crate::tool::DeclaredTool;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use toolwright_toolfile::GatewayConfig;
+use toolwright_toolfile::builtins::Builtins;
 pub use toolwright_toolfile::document::{Document, Format};
 
 /// Compiles every tool of a document; the problems of those that do not compile are placed.
@@ -75,4 +79,74 @@ pub fn compile_all(docs: &[Document]) -> (Vec<Arc<DeclaredTool>>, Vec<FileProble
         }
     }
     (out, problems)
+}
+
+/// What a set of tool files loads into, and every problem found in them: the loader's
+/// checks, all in one place, which `toolwright serve --config` and `toolwright lint` both
+/// run. A part is `None` when its reader found problems.
+#[derive(Debug)]
+pub struct Checked {
+    /// The declared tools that compiled, in file order.
+    pub tools: Vec<Arc<DeclaredTool>>,
+    /// The gateway's settings (`servers:`, `gateway:`).
+    pub config: Option<GatewayConfig>,
+    /// Which built-in tools are served (`builtins:`, checked against the server's own).
+    pub builtins: Option<Builtins>,
+    /// Every problem, each placed, each once, in file order within each check.
+    pub problems: Vec<FileProblem>,
+}
+
+/// Runs every check of the loader on files read as a set, as `serve --config A --config B`
+/// loads them: the tools compile and no two share a name ([`compile_all`]), the gateway's
+/// settings are good ([`toolwright_toolfile::read_config`]), and `builtins:` names built-in
+/// tools that no declared tool shadows ([`toolwright_toolfile::builtins::read`]).
+pub fn check_documents(docs: &[Document]) -> Checked {
+    let (tools, mut problems) = compile_all(docs);
+    let add = |e: LoadError, problems: &mut Vec<FileProblem>| {
+        for p in e.problems() {
+            if !problems.contains(p) {
+                problems.push(p.clone());
+            }
+        }
+    };
+    let config = toolwright_toolfile::read_config(docs)
+        .map_err(|e| add(e, &mut problems))
+        .ok();
+    let builtins = toolwright_toolfile::builtins::read(docs, toolwright_tools::NAMES)
+        .map_err(|e| add(e, &mut problems))
+        .ok();
+    Checked {
+        tools,
+        config,
+        builtins,
+        problems,
+    }
+}
+
+/// Reads `files` and loads them as a set, all or nothing ([`check_documents`]): the tools,
+/// the gateway's settings and the built-in tools to serve (all of them without files).
+///
+/// # Errors
+///
+/// [`LoadError::Problems`] with every problem found, each once: files that cannot be read or
+/// parsed, and everything [`check_documents`] refuses.
+pub fn load_set(
+    files: &[PathBuf],
+) -> Result<(Vec<Arc<DeclaredTool>>, GatewayConfig, Builtins), LoadError> {
+    let mut problems = Vec::new();
+    let mut docs = Vec::new();
+    for file in files {
+        match Document::read(file) {
+            Ok(d) => docs.push(d),
+            Err(p) => problems.push(*p),
+        }
+    }
+    let checked = check_documents(&docs);
+    problems.extend(checked.problems);
+    match (checked.config, checked.builtins) {
+        (Some(config), Some(builtins)) if problems.is_empty() => {
+            Ok((checked.tools, config, builtins))
+        }
+        _ => Err(LoadError::Problems(problems)),
+    }
 }
