@@ -88,6 +88,8 @@ impl Observer for Watcher {
         let operation = Operation {
             method: method_name(message.method),
             target,
+            // The gateway sends only names its upstream listed.
+            target_known: true,
             request_id: message.id.map(ToString::to_string),
             session_id: message.session_id.map(Into::into),
             protocol_version: Some(message.protocol_version.as_str()),

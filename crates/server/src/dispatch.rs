@@ -17,6 +17,7 @@ use toolwright_jsonrpc::RequestId;
 use toolwright_jsonrpc::{self as jsonrpc, ErrorObject, ErrorResponse, Incoming, Message, Parsed};
 use toolwright_protocol::Method;
 use toolwright_protocol::params::CallToolParams;
+use toolwright_telemetry::Target;
 
 /// A message as read from the wire, ready for [`Server::handle`].
 #[derive(Debug)]
@@ -97,8 +98,10 @@ impl Server {
         match inbound {
             Inbound::Call(id, params) => {
                 // Telemetry's hook (here and in `message`): one check when it is off.
-                let observation = (self.inner.config.telemetry.as_ref())
-                    .map(|t| t.start(observe::call_operation(t, session, &id, &params)));
+                let observation = (self.inner.config.telemetry.as_ref()).map(|t| {
+                    let known = self.has_tool(&params.name);
+                    t.start(observe::call_operation(t, session, &id, &params, known))
+                });
                 let handle = || {
                     self.tools_call(session, &id, params, sink)
                         .unwrap_or_else(|e| Handled::error(&id, e))
@@ -114,14 +117,32 @@ impl Server {
         }
     }
 
+    /// Whether the server has the tool `name` (now: a reload may change it).
+    fn has_tool(&self, name: &str) -> bool {
+        self.inner.registry.snapshot().get(name).is_some()
+    }
+
+    /// Whether the server has the tool or prompt `target` names: only such names are
+    /// telemetry's metric labels.
+    fn knows(&self, target: &Target) -> bool {
+        match target {
+            Target::Tool(name) => self.has_tool(name),
+            Target::Prompt(name) => self.inner.catalog.prompt(name).is_some(),
+        }
+    }
+
     fn message(&self, session: &Arc<Session>, msg: Message, sink: &Arc<dyn Outbound>) -> Handled {
         let telemetry = self.inner.config.telemetry.as_ref();
         match msg {
             Message::Request(req) => {
                 let id = req.id;
                 let params = req.params.as_deref();
-                let observation = telemetry
-                    .map(|t| t.start(observe::operation(session, Some(&id), &req.method, params)));
+                let observation = telemetry.map(|t| {
+                    let op = observe::operation(session, Some(&id), &req.method, params, |t| {
+                        self.knows(t)
+                    });
+                    t.start(op)
+                });
                 let handle = || {
                     self.request(session, &id, &req.method, params, sink)
                         .unwrap_or_else(|e| Handled::error(&id, e))
@@ -138,8 +159,11 @@ impl Server {
             }
             Message::Notification(n) => {
                 let params = n.params.as_deref();
-                let observation = telemetry
-                    .map(|t| t.start(observe::operation(session, None, &n.method, params)));
+                let observation = telemetry.map(|t| {
+                    let op =
+                        observe::operation(session, None, &n.method, params, |t| self.knows(t));
+                    t.start(op)
+                });
                 let handle = || {
                     self.notification(session, &n.method, params);
                     Handled::Nothing

@@ -70,6 +70,7 @@ fn base(session: &Session, method: &'static str, id: Option<&RequestId>) -> Oper
     Operation {
         method,
         target: None,
+        target_known: false,
         request_id: id.map(ToString::to_string),
         session_id: session.label_id().cloned(),
         protocol_version: None,
@@ -79,12 +80,14 @@ fn base(session: &Session, method: &'static str, id: Option<&RequestId>) -> Oper
     }
 }
 
-/// The operation of a `tools/call` read in one pass.
+/// The operation of a `tools/call` read in one pass; `known`: whether the server has the
+/// tool it names (only such names are metric labels).
 pub(crate) fn call_operation(
     telemetry: &Telemetry,
     session: &Session,
     id: &RequestId,
     p: &CallToolParams,
+    known: bool,
 ) -> Operation {
     let meta = p.meta.as_deref();
     let arguments = match (telemetry.capture_bytes(), &p.arguments) {
@@ -94,6 +97,7 @@ pub(crate) fn call_operation(
     };
     Operation {
         target: Some(Target::Tool(p.name.clone())),
+        target_known: known,
         protocol_version: version(session, meta.and_then(|m| m.protocol_version.as_deref())),
         parent: parent(
             meta.and_then(|m| m.traceparent.as_deref()),
@@ -104,12 +108,14 @@ pub(crate) fn call_operation(
     }
 }
 
-/// The operation of any other request (`id`) or notification.
+/// The operation of any other request (`id`) or notification; `known` says whether the
+/// server has the tool or prompt a target names (only such names are metric labels).
 pub(crate) fn operation(
     session: &Session,
     id: Option<&RequestId>,
     name: &str,
     params: Option<&RawValue>,
+    known: impl FnOnce(&Target) -> bool,
 ) -> Operation {
     let method = method_name(name);
     let peek: Peek = params
@@ -127,6 +133,7 @@ pub(crate) fn operation(
         _ => None,
     };
     Operation {
+        target_known: target.as_ref().is_some_and(known),
         target,
         protocol_version: version(session, modern),
         parent,

@@ -6,8 +6,9 @@
 //! the convention's bucket boundaries [`DURATION_BUCKETS`]) with the convention's attributes
 //! (`mcp.method.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`, `gen_ai.operation.name`,
 //! `error.type`, `rpc.response.status_code`, `mcp.protocol.version`, `network.transport`,
-//! `network.protocol.name`); every legacy session is one [`SessionGuard`], recorded in
-//! `mcp.server.session.duration` when it ends and counted by a live-session gauge meanwhile.
+//! `network.protocol.name`; a tool or prompt name only when it exists, cut to
+//! [`MAX_LABEL_NAME`] bytes, and [`OTHER`] for every other name); every legacy session is
+//! one [`SessionGuard`], recorded in `mcp.server.session.duration` when it ends and counted by a live-session gauge meanwhile.
 //! [`Telemetry::render`] writes all of it, with process gauges, as OpenMetrics text (what
 //! Prometheus scrapes), the dots of OpenTelemetry names turned into underscores and the unit
 //! appended (`mcp_server_operation_duration_seconds`).
@@ -52,6 +53,14 @@ pub const SEMCONV_VERSION: &str = "semantic-conventions-genai v0.1.0";
 pub const DURATION_BUCKETS: [f64; 14] = [
     0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
+
+/// The most bytes of a tool or prompt name a metric label holds (the spec's longest tool
+/// name); longer names are cut. Only names that exist are labels at all (see
+/// [`Operation::target_known`]).
+pub const MAX_LABEL_NAME: usize = 128;
+
+/// The label value that stands for every unknown method, tool or prompt name.
+pub const OTHER: &str = "_OTHER";
 
 /// The content type of [`Telemetry::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -174,11 +183,7 @@ pub fn method_name(name: &str) -> &'static str {
         "subscriptions/listen",
         "notifications/elicitation/complete",
     ];
-    KNOWN
-        .iter()
-        .find(|k| **k == name)
-        .copied()
-        .unwrap_or("_OTHER")
+    KNOWN.iter().find(|k| **k == name).copied().unwrap_or(OTHER)
 }
 
 #[cfg(test)]

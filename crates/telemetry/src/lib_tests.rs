@@ -4,6 +4,7 @@ fn tool_call(name: &str, transport: Transport) -> Operation {
     Operation {
         method: method_name("tools/call"),
         target: Some(Target::Tool(name.into())),
+        target_known: true,
         request_id: Some("7".into()),
         session_id: None,
         protocol_version: Some("2025-11-25"),
@@ -70,6 +71,35 @@ fn a_json_rpc_error_names_its_code_and_a_dropped_observation_is_cancelled() {
         "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\",error_type=\"cancelled\",network_transport=\"pipe\"}",
     );
     assert!(cancelled.ends_with(" 1"), "{cancelled}");
+}
+
+#[test]
+fn unknown_names_share_one_label_and_known_ones_are_cut() {
+    let t = Telemetry::new();
+    for i in 0..50 {
+        let mut op = tool_call(&format!("made_up_{i}"), Transport::Pipe);
+        op.target_known = false;
+        t.start(op).finish(Outcome::RpcError(-32602));
+    }
+    let mut prompt = tool_call("", Transport::Pipe);
+    prompt.method = method_name("prompts/get");
+    prompt.target = Some(Target::Prompt("made_up".into()));
+    prompt.target_known = false;
+    t.start(prompt).finish(Outcome::RpcError(-32602));
+    let long = format!("{}é", "x".repeat(MAX_LABEL_NAME - 1));
+    t.start(tool_call(&long, Transport::Pipe))
+        .finish(Outcome::Ok);
+    let text = t.render();
+    assert!(!text.contains("made_up"), "{text}");
+    let other = line(
+        &text,
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"_OTHER\"",
+    );
+    assert!(other.ends_with(" 50"), "{other}");
+    assert!(text.contains("gen_ai_prompt_name=\"_OTHER\""), "{text}");
+    // Cut at a character boundary: the two-byte é would pass the cap, so it goes.
+    let cut = format!("gen_ai_tool_name=\"{}\"", "x".repeat(MAX_LABEL_NAME - 1));
+    assert!(text.contains(&cut), "{text}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The metric instruments and their OpenMetrics text.
 
 use crate::observe::{Operation, Outcome, Target, Transport};
-use crate::{DURATION_BUCKETS, process::Process};
+use crate::{DURATION_BUCKETS, MAX_LABEL_NAME, OTHER, process::Process};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
@@ -94,11 +94,11 @@ impl Metrics {
         labels.push(("mcp_method_name", Cow::Borrowed(op.method)));
         match &op.target {
             Some(Target::Tool(name)) => {
-                labels.push(("gen_ai_tool_name", Cow::Owned(name.clone())));
+                labels.push(("gen_ai_tool_name", name_label(name, op.target_known)));
                 labels.push(("gen_ai_operation_name", Cow::Borrowed("execute_tool")));
             }
             Some(Target::Prompt(name)) => {
-                labels.push(("gen_ai_prompt_name", Cow::Owned(name.clone())))
+                labels.push(("gen_ai_prompt_name", name_label(name, op.target_known)))
             }
             None => {}
         }
@@ -142,6 +142,21 @@ impl Metrics {
             .expect("writing to a String does not fail");
         out
     }
+}
+
+/// The label value of a tool or prompt name: a name that exists (`known`), cut to
+/// [`MAX_LABEL_NAME`] bytes; `_OTHER` for every other name, as the convention does for
+/// unknown methods. The label values are so bounded by what the server has, whatever
+/// clients send.
+fn name_label(name: &str, known: bool) -> Cow<'static, str> {
+    if !known {
+        return Cow::Borrowed(OTHER);
+    }
+    let mut end = name.len().min(MAX_LABEL_NAME);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(name[..end].to_owned())
 }
 
 fn transport_labels(labels: &mut Labels, version: Option<&'static str>, transport: Transport) {

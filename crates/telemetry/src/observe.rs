@@ -59,6 +59,12 @@ pub struct Operation {
     pub method: &'static str,
     /// The tool or prompt it names.
     pub target: Option<Target>,
+    /// Whether [`target`](Self::target) names a tool or prompt that exists (the server has
+    /// it, or the upstream listed it). Metrics label only such names, cut to
+    /// [`MAX_LABEL_NAME`](crate::MAX_LABEL_NAME) bytes; every other name is the one label
+    /// value `_OTHER`, so that a client's made-up names cannot grow `/metrics`. Spans keep
+    /// the name as sent. `false` unless set.
+    pub target_known: bool,
     /// `jsonrpc.request.id` (`None` for a notification).
     pub request_id: Option<String>,
     /// `mcp.session.id`, for a message of a session that has one.

@@ -78,7 +78,8 @@ fn metrics_follow_the_mcp_conventions() {
         Some(1.0),
         "{text}"
     );
-    let nope = "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\"";
+    // A name no tool has is no label of its own: every such name is `_OTHER`.
+    let nope = "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"_OTHER\",gen_ai_operation_name=\"execute_tool\"";
     let rpc = "error_type=\"-32602\",rpc_response_status_code=\"-32602\"";
     assert_eq!(count(format!("{nope},{rpc},{legacy}")), Some(1.0), "{text}");
     let modern = format!("{CALL},mcp_protocol_version=\"2026-07-28\",{tcp}");
