@@ -74,15 +74,8 @@ impl Document {
         };
         let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let value: Value = match format {
-            Format::Json => serde_json::from_str(body).map_err(|e| {
-                problem(
-                    Some(Location {
-                        line: e.line(),
-                        column: e.column(),
-                    }),
-                    format!("not valid JSON: {e}"),
-                )
-            })?,
+            Format::Json => crate::json::to_value(body)
+                .map_err(|e| problem(e.location, format!("not valid JSON: {}", e.message)))?,
             Format::Yaml => crate::yaml::to_json(body).map_err(|e| {
                 let location = Location {
                     line: e.line,

@@ -14,6 +14,7 @@
 //! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.
 //! - [`config`]: those settings checked and the files merged ([`read_config`]).
 //! - [`builtins`]: which built-in tools the files ask for (`builtins:`).
+//! - [`json`]: JSON text as a value, a key written twice refused.
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`error`]: load, compile and template errors.
 
@@ -31,6 +32,7 @@ pub mod config;
 pub mod document;
 pub mod error;
 pub mod input;
+pub mod json;
 mod locate;
 pub mod model;
 pub mod paths;

@@ -4,6 +4,7 @@
 //! under a long `TMPDIR`; each against the real binary.
 
 use crate::http_client::*;
+use crate::util::run_cli;
 use serde_json::json;
 
 /// `/metrics` is bounded by what the server has: names no tool has share the one label
@@ -40,4 +41,30 @@ fn made_up_tool_names_do_not_grow_metrics() {
         "{before} bytes before, {} after",
         text.len()
     );
+}
+
+/// A JSON tool file with a key written twice is refused, placed at the second key, as YAML
+/// and TOML files are: a reader sees one `command`, and no server may run another (issue
+/// 36, item 8). `tools` loads the file as `serve` does, and `lint` reads it the same way.
+#[test]
+fn a_json_tool_file_with_a_key_twice_is_refused_at_the_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let text = "{\"tools\": [\n  {\"name\": \"a\",\n   \"command\": [\"echo\", \"reviewed\"],\n   \"command\": [\"echo\", \"other\"]}\n]}\n";
+    std::fs::write(&path, text).unwrap();
+    let file = path.to_str().unwrap();
+    for args in [
+        &["tools", "--config", file][..],
+        &["call", "--config", file, "a"][..],
+    ] {
+        let out = run_cli(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let out_text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("t.json:4:4: not valid JSON: the key `command` appears twice"),
+            "{args:?}: {err}"
+        );
+        assert!(!out_text.contains("other"), "{out_text}");
+    }
 }
