@@ -241,20 +241,22 @@ fn read_file(path: &PathBuf, options: &Options) -> Result<Loaded> {
             // Only declared tools come in TOML.
             Err(problem) if format == FileFormat::Toml => bail!("linting {problem}"),
             // A tool file the loader refuses as a whole (an unknown top-level member, `tools`
-            // that is not a list): its problem, placed. Other text is left to the
+            // that is not a list): its problem, placed. Other documents are left to the
             // definitions' reader, which knows more shapes (one tool, JSON-RPC responses)
             // and says what is wrong with the rest.
-            Err(problem) => {
-                if toolwright_lint::parse_document(&text)
-                    .is_ok_and(|v| toolwright_lint::looks_like_a_tool_file(&v))
-                {
+            Err(problem) => match toolwright_lint::parse_document(&text) {
+                Ok(v) if toolwright_lint::looks_like_a_tool_file(&v) => {
                     return Ok(Loaded::Linted(Linted {
                         source,
                         era: None,
                         report: toolwright_lint::refused_file(&problem, options),
                     }));
                 }
-            }
+                Ok(_) => {}
+                // Text that does not parse: the loader's word on it, placed as `serve`
+                // places it.
+                Err(_) => bail!("linting {problem}"),
+            },
         }
     }
     let report = toolwright_lint::lint_document(&text, options)

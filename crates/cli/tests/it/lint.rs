@@ -208,7 +208,10 @@ fn usage_and_input_errors_exit_2() {
             vec!["/nonexistent/tools.json".to_owned()],
             "reading /nonexistent/tools.json",
         ),
-        (vec![garbage.display().to_string()], "not JSON"),
+        (
+            vec![garbage.display().to_string()],
+            "g.json:1:10: not valid JSON",
+        ),
         (vec![not_tools.display().to_string()], "is not a tool"),
         (
             vec![error_response.display().to_string()],

@@ -314,6 +314,41 @@ fn every_file_serve_refuses_lint_reports_at_the_same_place() {
 }
 
 #[test]
+fn a_file_that_does_not_parse_is_placed_as_serve_places_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, place) in [
+        (
+            "syntax.yaml",
+            "tools:\n  - name: a\n    command: [date\n",
+            (4, 1),
+        ),
+        (
+            "syntax.json",
+            "{\"tools\": [\n  {\"name\": \"a\", \"command\": [\"date\"]]\n]}\n",
+            (2, 36),
+        ),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let served = run_in(dir.path(), &["serve", "--config", name]);
+        assert_eq!(
+            place_in(&stderr(&served), name),
+            Some(place),
+            "{}",
+            stderr(&served)
+        );
+        // Text that does not parse is an input error (exit 2), named where serve names it.
+        let linted = run_in(dir.path(), &["lint", name]);
+        assert_eq!(code(&linted), 2, "{}", stderr(&linted));
+        assert_eq!(
+            place_in(&stderr(&linted), name),
+            Some(place),
+            "{}",
+            stderr(&linted)
+        );
+    }
+}
+
+#[test]
 fn a_refusal_and_an_error_lint_finds_at_its_place_are_one_finding() {
     let dir = tempfile::tempdir().unwrap();
     // The loader refuses the unknown placeholder; lint's placeholder-unknown says the same.
