@@ -5,8 +5,14 @@
 //! Calls already running finish on the definition they started with (they hold it).
 //!
 //! The directories holding the files are watched rather than the files, since editors save
-//! by writing a new file and renaming it over the old one; events are gathered until the
-//! directory has been quiet for [`QUIET`].
+//! by writing a new file and renaming it over the old one. Only events that change one of
+//! the files count (not opening or reading them, not other entries of the directory: a
+//! file inside a served root sees every call that opens the root): they are gathered until
+//! the files have been left alone for [`QUIET`], and never for longer than [`MAX_WAIT`], so
+//! that steady traffic, or a file rewritten without pause, cannot postpone a reload.
+//! The files are read by [`Document::read`](toolwright_toolfile::Document::read), which
+//! opens nothing but a regular file (a FIFO put in the file's place is refused and logged,
+//! and the watcher keeps watching).
 
 use crate::load::load_files;
 use notify::{RecursiveMode, Watcher as _};
@@ -14,11 +20,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use toolwright_server::{Server, Tool};
 
 /// How long the files must be left alone before they are read again.
 pub const QUIET: Duration = Duration::from_millis(150);
+
+/// The longest a reload waits for the files to be left alone, from the first change.
+pub const MAX_WAIT: Duration = Duration::from_secs(2);
 
 /// Keeps the files watched while it lives.
 pub struct Watch {
@@ -70,6 +79,27 @@ fn touches(event: &notify::Result<notify::Event>, names: &BTreeSet<PathBuf>) -> 
     }
 }
 
+/// Lets the editor finish after a change: waits until no change to the files has come for
+/// [`QUIET`], or [`MAX_WAIT`] has passed since the first. `false`: the watcher is gone.
+fn settle(rx: &mpsc::Receiver<notify::Result<notify::Event>>, names: &BTreeSet<PathBuf>) -> bool {
+    let deadline = Instant::now() + MAX_WAIT;
+    let mut quiet_until = Instant::now() + QUIET;
+    loop {
+        let left = quiet_until
+            .min(deadline)
+            .saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        match rx.recv_timeout(left) {
+            Ok(event) if touches(&event, names) => quiet_until = Instant::now() + QUIET,
+            Ok(_) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => return true,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+        }
+    }
+}
+
 fn reload_loop(
     server: &Server,
     files: &[PathBuf],
@@ -81,8 +111,9 @@ fn reload_loop(
         if !touches(&event, names) {
             continue;
         }
-        // Let the editor finish: wait until nothing has happened for QUIET.
-        while rx.recv_timeout(QUIET).is_ok() {}
+        if !settle(rx, names) {
+            return;
+        }
         server.wait_ready();
         match load_files(files) {
             Ok(tools) => {

@@ -153,11 +153,12 @@ impl Document {
         })
     }
 
-    /// Reads and parses a file.
+    /// Reads and parses a file: a regular file only (see [`read_regular`]).
     ///
     /// # Errors
     ///
-    /// A [`FileProblem`] (boxed) when it cannot be read, has no known extension or does not parse.
+    /// A [`FileProblem`] (boxed) when it cannot be read, is not a regular file, has no known
+    /// extension or does not parse.
     pub fn read(file: &Path) -> Result<Document, Box<FileProblem>> {
         let problem = |message: String| {
             Box::new(FileProblem {
@@ -170,8 +171,7 @@ impl Document {
         let format = Format::of(file).ok_or_else(|| {
             problem("the file's extension says neither YAML (.yaml, .yml), JSON (.json) nor TOML (.toml)".into())
         })?;
-        let text =
-            std::fs::read_to_string(file).map_err(|e| problem(format!("cannot read it: {e}")))?;
+        let text = read_regular(file).map_err(problem)?;
         Document::parse(file, format, text)
     }
 
@@ -226,6 +226,44 @@ impl Document {
             problem,
         }
     }
+}
+
+/// The text of `file`, when it is a regular file (followed through symbolic links). It is
+/// opened without blocking and checked on the open descriptor before anything is read, so
+/// a FIFO, a device or a socket put in its place is refused at once instead of holding the
+/// reader (the hot-reload watcher, a start-up) forever.
+///
+/// # Errors
+///
+/// Why not, in words: it cannot be opened or read, or it is not a regular file.
+pub fn read_regular(file: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
+        .open(file)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("cannot read it: {e}"))?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else {
+            "something else"
+        };
+        return Err(format!("cannot read it: it is {what}, not a regular file"));
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(text)
 }
 
 #[cfg(test)]

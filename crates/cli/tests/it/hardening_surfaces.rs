@@ -4,8 +4,11 @@
 //! under a long `TMPDIR`; each against the real binary.
 
 use crate::http_client::*;
-use crate::util::run_cli;
-use serde_json::json;
+use crate::util::{Server, run_cli};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
 /// `/metrics` is bounded by what the server has: names no tool has share the one label
 /// value `_OTHER`, however many and however long (issue 36, item 11).
@@ -67,4 +70,100 @@ fn a_json_tool_file_with_a_key_twice_is_refused_at_the_second() {
         );
         assert!(!out_text.contains("other"), "{out_text}");
     }
+}
+
+const V: &str = "2025-06-18";
+
+/// A tool file whose one tool prints `WORD`, to see which definition answers.
+fn echo_file(word: &str) -> String {
+    format!(
+        "tools:\n  - name: say\n    description: Print a fixed word.\n    inputSchema: {{type: object}}\n    command: [echo, {word}]\n"
+    )
+}
+
+/// Written beside and renamed over, as editors save.
+fn save(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp~");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn say(s: &mut Server) -> String {
+    let r = s.request("tools/call", json!({"name": "say", "arguments": {}}));
+    r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned()
+}
+
+fn is_list_changed(m: &Value) -> bool {
+    m["method"] == "notifications/tools/list_changed"
+}
+
+/// Waits (at most 10 s) for `notifications/tools/list_changed`.
+fn wait_for_list_changed(s: &mut Server) {
+    for _ in 0..100 {
+        if let Some(m) = s.recv_timeout(Duration::from_millis(100))
+            && is_list_changed(&m)
+        {
+            return;
+        }
+    }
+    panic!("no tools/list_changed within 10 s");
+}
+
+/// A FIFO put in place of the tool file is refused and logged (it is never opened for a
+/// blocking read), and the watcher goes on: the next valid edit is served (issue 36, item 9).
+#[test]
+fn a_fifo_in_place_of_the_tool_file_is_refused_and_reload_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.yaml");
+    std::fs::write(&path, echo_file("one")).unwrap();
+    let (cfg, root) = (path.to_str().unwrap(), root.path().to_str().unwrap());
+    let mut s = Server::start_logged(&["--config", cfg, "--root", root], None).handshake(V);
+    assert_eq!(say(&mut s), "one\n");
+
+    let fifo = dir.path().join("fifo~");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    std::fs::rename(&fifo, &path).unwrap();
+    let log = s.stderr_until(Duration::from_secs(10), |l| l.contains("were not reloaded"));
+    assert!(
+        log.iter()
+            .any(|l| l.contains("tools.yaml: cannot read it: it is a FIFO, not a regular file")),
+        "{log:#?}"
+    );
+    assert_eq!(say(&mut s), "one\n");
+
+    save(&path, &echo_file("two"));
+    wait_for_list_changed(&mut s);
+    assert_eq!(say(&mut s), "two\n");
+}
+
+/// Steady traffic does not postpone a reload: with the tool file inside the first root
+/// (each call opens the root, an event in the file's directory) and a call every few
+/// milliseconds, an edit is still served while the calls go on (issue 36, item 10).
+#[test]
+fn steady_calls_do_not_postpone_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.yaml");
+    std::fs::write(&path, echo_file("one")).unwrap();
+    let (cfg, root) = (path.to_str().unwrap(), dir.path().to_str().unwrap());
+    let mut s = Server::start(&["--config", cfg, "--root", root]).handshake(V);
+    assert_eq!(say(&mut s), "one\n");
+    save(&path, &echo_file("two"));
+    // Far more calls than a reload needs; on a starved watcher they never see it.
+    let mut reloaded = false;
+    for _ in 0..600 {
+        let word = say(&mut s);
+        if s.drain(Duration::ZERO).iter().any(is_list_changed) {
+            reloaded = true;
+            break;
+        }
+        assert_eq!(word, "one\n", "served the edit without telling the client");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert!(reloaded, "600 calls went by and the edit was not reloaded");
+    assert_eq!(say(&mut s), "two\n");
 }
