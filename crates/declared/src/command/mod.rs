@@ -9,15 +9,17 @@
 //!
 //! The program runs with a cleared environment (an allow-list, `inherit_env` and `env:`),
 //! in a working directory opened beneath one of the server's roots, in its own process
-//! group, which is killed whole on timeout, on cancellation and after the program exits, so
-//! a call leaves no process behind.
+//! group; its process tree, descendants that leave the group included, is owned by one
+//! value that ends it on every path (result, error, timeout, cancellation, the server's
+//! exit), so a call leaves no process behind.
 //!
 //! Layout:
 //! - `argv`: argv elements, compiled and filled in.
 //! - `shell`: refusing a shell's or interpreter's inline script that holds a placeholder.
 //! - `env`: the child's environment and stdin.
 //! - `cwd`: the working directory, opened beneath a root.
-//! - `run`: spawning, capped output, the process group.
+//! - `run`: spawning, capped output.
+//! - `tree`: the call's process tree, ended on every path.
 
 /// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
 #[cfg(test)]
@@ -34,6 +36,8 @@ mod env;
 pub use env::ALLOWED as ALLOWED_ENV;
 mod run;
 mod shell;
+mod tree;
+pub use tree::become_subreaper;
 #[cfg(test)]
 mod tests;
 

@@ -1,11 +1,13 @@
 //! Running the program: spawned in its own process group with a cleared environment, stdin
-//! fed, stdout and stderr read together under byte caps, the whole group killed on timeout,
-//! on cancellation, when stdout passes its cap, and after the program exits.
+//! fed, stdout and stderr read together under byte caps; its whole process tree is owned by
+//! a [`Tree`], which ends it after the program exits, on timeout, when stdout passes its
+//! cap, and when the call's future is dropped (cancellation, the server's `--call-timeout`).
 
+use super::tree::{self, Tree};
 use super::{CommandAction, argv, cwd};
 use crate::error::{RunError, Stream};
 use crate::{Output, RunContext};
-use rustix::process::{Pid, Signal, kill_process_group};
+use rustix::process::Pid;
 use serde_json::{Map, Value};
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
@@ -67,23 +69,28 @@ pub(super) async fn run(
     .stderr(Stdio::piped())
     .process_group(0)
     .kill_on_drop(true);
+    tree::become_subreaper();
+    let start = Tree::now();
     let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
         program: action.program.clone(),
         source,
     })?;
     drop(dir);
-    let group = Group(
+    // Declared after `child`, so dropped before it: the tree is ended while the leader is
+    // still unreaped (its descendants are found through it), then `kill_on_drop` kills it.
+    let mut tree = Tree::new(
         child
             .id()
             .and_then(|id| Pid::from_raw(i32::try_from(id).ok()?)),
+        start,
     );
 
     let deadline = Instant::now()
         .checked_add(ctx.timeout)
         .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
-    let result = supervise(action, &mut child, &group, stdin, deadline, ctx).await;
+    let result = supervise(action, &mut child, &mut tree, stdin, deadline, ctx).await;
     // Whatever happened, nothing of the call is left running, and the leader is reaped.
-    group.kill();
+    tree.end();
     if result.is_err() {
         // The leader by its pid too, should the group kill have failed.
         let _ = child.start_kill();
@@ -114,23 +121,11 @@ pub(super) async fn run(
     }
 }
 
-/// The process group of the call's program (`None` if its id could not be read).
-struct Group(Option<Pid>);
-
-impl Group {
-    /// SIGKILL to every process in the group (an empty group is fine).
-    fn kill(&self) {
-        if let Some(pid) = self.0 {
-            let _ = kill_process_group(pid, Signal::KILL);
-        }
-    }
-}
-
 /// Waits for the program and its output, within the deadline and until cancelled.
 async fn supervise(
     action: &CommandAction,
     child: &mut Child,
-    group: &Group,
+    tree: &mut Tree,
     stdin: Option<Vec<u8>>,
     deadline: Instant,
     ctx: &RunContext<'_>,
@@ -161,9 +156,10 @@ async fn supervise(
             r = &mut io, if output.is_none() => output = Some(r?),
             s = child.wait(), if status.is_none() => {
                 status = Some(s?);
-                // The leader is done: what it left in its group goes now, which also closes
-                // their ends of the pipes so reading can finish.
-                group.kill();
+                // The leader is done: what it left behind goes now, which also closes their
+                // ends of the pipes so reading can finish.
+                tree.leader_reaped();
+                tree.end();
             }
         }
     }
