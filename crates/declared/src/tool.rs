@@ -155,8 +155,14 @@ impl Tool for DeclaredTool {
         Box::pin(async move {
             let empty = Map::new();
             let args = args.as_object().unwrap_or(&empty);
+            // A command's `cwd` and `{name:path}` arguments are beneath the roots every file
+            // tool uses: the server's, narrowed by the client's.
+            let roots = match &self.action {
+                Action::Command(_) => toolwright_tools::roots::for_call(&ctx).await?,
+                Action::Http(_) => Vec::new(),
+            };
             let rc = RunContext {
-                roots: ctx.roots(),
+                roots: &roots,
                 timeout: self.timeout,
                 cancel: ctx.cancellation(),
                 trace: ctx

@@ -5,6 +5,7 @@
 //! - [`screenshot`]: `take_screenshot`, the tool-type seed's example, on headless Chromium.
 //! - [`net`]: the address policy for outgoing connections (screenshot, declared HTTP tools).
 //! - [`programs`]: finding a program on a `PATH` (screenshot's browser, declared commands).
+//! - [`roots`]: the roots a call may use, the client's narrowing the server's (every file tool).
 //!
 //! Every tool here has a title, a description a model can act on (what it does, what it
 //! returns, when to use it), an `outputSchema`, and honest annotations. [`builtin`] lists
@@ -15,6 +16,7 @@ pub mod arith;
 mod integers;
 pub mod net;
 pub mod programs;
+pub mod roots;
 pub mod screenshot;
 pub mod search_files;
 
@@ -39,7 +41,6 @@ pub fn builtin(options: &Options) -> Vec<Arc<dyn Tool>> {
         Arc::new(screenshot::TakeScreenshot::new(options.screenshot.clone())),
     ]
 }
-
 
 /// The built-in tools' names, in registration order (what a tool file's `builtins:` may
 /// name).

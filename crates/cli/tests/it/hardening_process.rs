@@ -5,7 +5,7 @@
 //! for a symbolic link while calls run.
 
 use crate::util::Server;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -167,4 +167,93 @@ fn the_servers_exit_ends_running_calls() {
         "the server exits"
     );
     assert_gone(&started, "server exit");
+}
+
+/// A call's first text, or the error's message.
+fn text(r: &Value) -> String {
+    r["result"]["content"][0]["text"]
+        .as_str()
+        .map_or_else(|| r.to_string(), str::to_owned)
+}
+
+/// A declared call from a legacy client with roots; the server's `roots/list` is answered
+/// with `roots`.
+fn call_with_roots(s: &mut Server, name: &str, args: Value, roots: &Value) -> Value {
+    let id = s.next_id();
+    s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": args}}));
+    loop {
+        let m = s.recv();
+        if m["method"] == "roots/list" {
+            s.send(&json!({"jsonrpc": "2.0", "id": m["id"], "result": {"roots": roots}}));
+            continue;
+        }
+        if m.get("id") == Some(&json!(id)) {
+            return m;
+        }
+    }
+}
+
+#[test]
+fn client_roots_narrow_declared_paths_and_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(base.join("allowed")).unwrap();
+    std::fs::write(base.join("allowed/in.txt"), "inside\n").unwrap();
+    std::fs::write(base.join("secret.txt"), "server root only\n").unwrap();
+    let cfg = base.join("tools.yaml");
+    std::fs::write(
+        &cfg,
+        r#"tools:
+  - name: show
+    description: Print a file.
+    inputSchema: {type: object, properties: {file: {type: string}}, required: [file]}
+    command: [cat, "{file:path}"]
+  - name: here
+    description: Print the working directory.
+    inputSchema: {type: object, properties: {dir: {type: string}}}
+    command: {argv: [pwd, -P], cwd: "{dir}"}
+  - name: home
+    description: Print the default working directory.
+    inputSchema: {type: object}
+    command: [pwd, -P]
+"#,
+    )
+    .unwrap();
+    let mut s = Server::start(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--root",
+        base.to_str().unwrap(),
+        "--no-watch",
+    ]);
+    let init = json!({"protocolVersion": V, "capabilities": {"roots": {"listChanged": true}},
+        "clientInfo": {"name": "t", "version": "0"}});
+    assert_eq!(
+        s.request("initialize", init)["result"]["protocolVersion"],
+        V
+    );
+    s.notify("notifications/initialized", json!({}));
+    let allowed = base.join("allowed");
+    let roots = json!([{"uri": format!("file://{}", allowed.display()), "name": "allowed"}]);
+
+    // Inside the client's roots: served, relative paths from its first root.
+    let r = call_with_roots(&mut s, "show", json!({"file": "in.txt"}), &roots);
+    assert_eq!(text(&r), "inside\n");
+    let r = call_with_roots(&mut s, "home", json!({}), &roots);
+    assert_eq!(text(&r), format!("{}\n", allowed.display()));
+    // Inside the server's root but outside the client's: refused, as search_files refuses.
+    for args in [
+        json!({"file": base.join("secret.txt")}),
+        json!({"file": "../secret.txt"}),
+    ] {
+        let r = call_with_roots(&mut s, "show", args.clone(), &roots);
+        assert_eq!(r["result"]["isError"], true, "{args}: {r}");
+        assert!(!text(&r).contains("server root only"), "{args}: {r}");
+    }
+    for dir in [base.to_str().unwrap(), ".."] {
+        let r = call_with_roots(&mut s, "here", json!({"dir": dir}), &roots);
+        assert_eq!(r["result"]["isError"], true, "{dir}: {r}");
+    }
+    s.assert_alive();
 }

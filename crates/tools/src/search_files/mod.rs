@@ -280,19 +280,12 @@ async fn search(
         args.recursive,
         args.case_sensitive,
     )?);
-    let client_roots = ctx
-        .client_roots()
-        .await
-        .map_err(|e| ToolError::Failed(format!("could not get the client's roots: {e}")))?;
-    let server_roots = ctx.roots().to_vec();
+    let roots = crate::roots::for_call(&ctx).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_drop = StopOnDrop(stop.clone());
     let job = {
         let (ctx, stop) = (ctx.clone(), stop.clone());
-        tokio::task::spawn_blocking(move || {
-            let roots = sandbox::narrow(&server_roots, client_roots.as_deref().map(Vec::as_slice));
-            blocking(args, pattern, roots, threads, &stop, &ctx)
-        })
+        tokio::task::spawn_blocking(move || blocking(args, pattern, roots, threads, &stop, &ctx))
     };
     tokio::select! {
         biased;

@@ -1,5 +1,6 @@
-//! The sandbox: which directories may be searched, and how a requested `directory` is
-//! resolved against them without revealing anything about paths outside.
+//! The sandbox: how a requested `directory` is resolved against the roots a call may use
+//! (the server's, narrowed by the client's: [`crate::roots::for_call`]) without revealing
+//! anything about paths outside.
 
 use std::ffi::OsStr;
 use std::io::ErrorKind;
@@ -10,46 +11,6 @@ use toolwright_server::ToolError;
 /// True when `path` (canonical) is one of `roots` or below one.
 pub(crate) fn inside(path: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|r| path.starts_with(r))
-}
-
-/// The local path of a `file://` URI (`None` for other schemes, remote hosts, or a URI
-/// that does not parse).
-pub(crate) fn file_uri_path(uri: &str) -> Option<PathBuf> {
-    let url = url::Url::parse(uri).ok()?;
-    if url.scheme() != "file" {
-        return None;
-    }
-    url.to_file_path().ok()
-}
-
-/// The roots a call may use: the server's, narrowed by the client's when it offered some.
-///
-/// A client root inside a server root narrows it; a server root inside a client root stays
-/// as is; roots that do not overlap give nothing. Client roots that do not exist are
-/// dropped. The order follows the client's list (its first root comes first).
-pub(crate) fn narrow(server: &[PathBuf], client_uris: Option<&[String]>) -> Vec<PathBuf> {
-    let Some(uris) = client_uris else {
-        return server.to_vec();
-    };
-    let mut out: Vec<PathBuf> = Vec::new();
-    for uri in uris {
-        let Some(c) = file_uri_path(uri).and_then(|p| std::fs::canonicalize(p).ok()) else {
-            continue;
-        };
-        for s in server {
-            let allowed = if c.starts_with(s) {
-                c.clone()
-            } else if s.starts_with(&c) {
-                s.clone()
-            } else {
-                continue;
-            };
-            if !out.contains(&allowed) {
-                out.push(allowed);
-            }
-        }
-    }
-    out
 }
 
 fn list(roots: &[PathBuf]) -> String {
@@ -235,41 +196,5 @@ mod tests {
         assert!(msg(resolve("file.txt", &roots)).contains("is a file"));
         assert!(msg(resolve("file.txt/x", &roots)).contains("does not exist"));
         assert!(msg(resolve(".", &[])).contains("nothing in common"));
-    }
-
-    #[test]
-    fn client_roots_narrow_server_roots() {
-        let t = tree();
-        let server = vec![t.root.clone()];
-        let uri = |p: &Path| url::Url::from_file_path(p).unwrap().to_string();
-        let sub = t.root.join("sub");
-        assert_eq!(narrow(&server, None), server);
-        assert_eq!(narrow(&server, Some(&[uri(&sub)])), vec![sub.clone()]);
-        assert_eq!(
-            narrow(&server, Some(&[uri(t.root.parent().unwrap())])),
-            server
-        );
-        assert!(narrow(&server, Some(&[uri(&t.outside)])).is_empty());
-        assert!(narrow(&server, Some(&["https://example.com/x".into()])).is_empty());
-        assert!(narrow(&server, Some(&[uri(&t.root.join("missing"))])).is_empty());
-        assert_eq!(
-            narrow(&server, Some(&[uri(&sub), uri(&t.root)])),
-            vec![sub, t.root.clone()]
-        );
-    }
-
-    #[test]
-    fn file_uris() {
-        assert_eq!(
-            file_uri_path("file:///tmp/a%20b"),
-            Some(PathBuf::from("/tmp/a b"))
-        );
-        assert_eq!(
-            file_uri_path("file://localhost/tmp"),
-            Some(PathBuf::from("/tmp"))
-        );
-        assert_eq!(file_uri_path("file://elsewhere/tmp"), None);
-        assert_eq!(file_uri_path("http://x/y"), None);
-        assert_eq!(file_uri_path("not a uri"), None);
     }
 }
