@@ -167,3 +167,56 @@ fn steady_calls_do_not_postpone_a_reload() {
     assert!(reloaded, "600 calls went by and the edit was not reloaded");
     assert_eq!(say(&mut s), "two\n");
 }
+
+/// The per-launch directories of this server's browsers, wherever they were placed.
+fn browser_dirs(server: u32) -> Vec<std::path::PathBuf> {
+    let prefix = format!("toolwright-chromium-{server}-");
+    let mut bases = vec![std::path::PathBuf::from("/tmp")];
+    bases.extend(std::env::var_os("XDG_RUNTIME_DIR").map(Into::into));
+    bases
+        .iter()
+        .filter_map(|b| std::fs::read_dir(b).ok())
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// `take_screenshot` works under a `TMPDIR` too long for Chromium's Unix sockets beneath
+/// it: the browser's directory goes where they fit (0700, a random name), and goes away
+/// with the server (issue 36, item 12).
+#[test]
+fn take_screenshot_works_under_a_long_tmpdir() {
+    use crate::screenshot::{Pages, browser_test, decode, pid, wait_until_gone};
+    use std::os::unix::fs::PermissionsExt;
+    let Some(_one) = browser_test("take_screenshot_works_under_a_long_tmpdir") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let long = tmp
+        .path()
+        .join("a-temporary-directory-as-long-as-ci-runners-nix-shells-and-private-tmp-make-them");
+    std::fs::create_dir(&long).unwrap();
+    assert!(long.as_os_str().len() > 80, "{}", long.display());
+    let pages = Pages::start();
+    let mut s = Server::start_with_env(&[], None, &[("TMPDIR", &long)]).handshake("2025-11-25");
+    let r = s.request(
+        "tools/call",
+        json!({"name": "take_screenshot", "arguments": {"url": pages.url("/bands"), "fullPage": false}}),
+    );
+    let result = &r["result"];
+    decode(result).assert_color(10, 10, [255, 0, 0]);
+    let server = s.child.id();
+    let dirs = browser_dirs(server);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{}", dirs[0].display());
+    s.close_stdin();
+    let status = s
+        .wait_exit(Duration::from_secs(15))
+        .expect("the server exits");
+    assert!(status.success(), "{status:?}");
+    wait_until_gone(pid(result));
+    assert_eq!(browser_dirs(server), Vec::<std::path::PathBuf>::new());
+}

@@ -60,7 +60,7 @@ fn ci() -> bool {
 }
 
 /// Holds the browser tests to one at a time; `None` (after saying so) when they must skip.
-fn browser_test(name: &str) -> Option<MutexGuard<'static, ()>> {
+pub(crate) fn browser_test(name: &str) -> Option<MutexGuard<'static, ()>> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     if !chromium_installed() {
         assert!(
@@ -79,13 +79,13 @@ fn browser_test(name: &str) -> Option<MutexGuard<'static, ()>> {
 // Pages served on 127.0.0.1
 
 /// A tiny HTTP server on 127.0.0.1; records the paths it was asked for.
-struct Pages {
+pub(crate) struct Pages {
     addr: SocketAddr,
     hits: Arc<Mutex<Vec<String>>>,
 }
 
 impl Pages {
-    fn start() -> Pages {
+    pub(crate) fn start() -> Pages {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -100,7 +100,7 @@ impl Pages {
         Pages { addr, hits }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
@@ -273,14 +273,14 @@ fn diag(result: &Value) -> &Value {
     &result["_meta"]["toolwright/screenshot"]
 }
 
-fn pid(result: &Value) -> u32 {
+pub(crate) fn pid(result: &Value) -> u32 {
     diag(result)["browserPid"]
         .as_u64()
         .expect("browserPid in _meta") as u32
 }
 
 /// A decoded PNG: width, height and RGB(A) rows.
-struct Image {
+pub(crate) struct Image {
     width: u32,
     height: u32,
     channels: usize,
@@ -294,7 +294,7 @@ impl Image {
         [self.pixels[at], self.pixels[at + 1], self.pixels[at + 2]]
     }
 
-    fn assert_color(&self, x: u32, y: u32, want: [u8; 3]) {
+    pub(crate) fn assert_color(&self, x: u32, y: u32, want: [u8; 3]) {
         let got = self.rgb(x, y);
         let close = got.iter().zip(want).all(|(g, w)| g.abs_diff(w) <= 3);
         assert!(close, "pixel ({x}, {y}) is {got:?}, expected {want:?}");
@@ -303,7 +303,7 @@ impl Image {
 
 /// Checks the shape of a successful result and decodes its PNG; its size must equal
 /// `structuredContent`'s and the text block must be that JSON.
-fn decode(result: &Value) -> Image {
+pub(crate) fn decode(result: &Value) -> Image {
     assert_ne!(
         result["isError"], true,
         "the call failed: {}",
@@ -371,7 +371,7 @@ fn running(pid: u32) -> bool {
     }
 }
 
-fn wait_until_gone(pid: u32) {
+pub(crate) fn wait_until_gone(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while running(pid) {
         assert!(Instant::now() < deadline, "process {pid} did not go away");

@@ -6,7 +6,10 @@
 //! connection closed is replaced on the next call.
 //!
 //! Everything it writes stays in one directory of ours, `toolwright-chromium-<server
-//! pid>-…` in the server's temporary directory: the profile, and its `TMPDIR`,
+//! pid>-…` (created 0700, its name random) in the server's temporary directory, or, when
+//! that path is too long for the Unix sockets Chromium makes beneath it (107 bytes at most:
+//! CI runners, nix shells and private temporary directories have long ones), in
+//! `$XDG_RUNTIME_DIR` or `/tmp` ([`base_dir`]): the profile, and its `TMPDIR`,
 //! `XDG_CACHE_HOME` and `XDG_CONFIG_HOME` (where Chromium puts its
 //! `org.chromium.Chromium.*` scratch directories, dconf's cache and its config). Dropping
 //! a [`Browser`] asks it to quit (SIGTERM, then SIGKILL after a short wait) and removes the
@@ -104,6 +107,54 @@ fn running_as_root() -> bool {
 /// Prefix of the per-launch directories (followed by the server's pid and a dash).
 const DIR_PREFIX: &str = "toolwright-chromium-";
 
+/// Random characters at the end of a per-launch directory's name.
+const DIR_RANDOM: usize = 6;
+
+/// The longest path a Unix socket can have (`sun_path`'s 108 bytes, less the NUL).
+const SOCKET_PATH_MAX: usize = 107;
+
+/// What Chromium's longest socket path adds to the per-launch directory: its `TMPDIR`
+/// (ours, `tmp`), its scratch directory there, and the singleton socket in it.
+const SOCKET_TAIL: &str = "/tmp/org.chromium.Chromium.XXXXXX/SingletonSocket";
+
+/// Whether Chromium's socket paths fit beneath a per-launch directory made in `base`.
+fn fits(base: &Path) -> bool {
+    let name = DIR_PREFIX.len() + std::process::id().to_string().len() + 1 + DIR_RANDOM;
+    base.as_os_str().len() + 1 + name + SOCKET_TAIL.len() <= SOCKET_PATH_MAX
+}
+
+/// Where the per-launch directories may be, in order of preference: the server's
+/// temporary directory (`TMPDIR`), `$XDG_RUNTIME_DIR` when it is a directory of this user's
+/// that no one else may enter, and `/tmp`.
+fn base_candidates() -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = std::env::temp_dir();
+    let mut out = vec![std::path::absolute(&tmp).unwrap_or(tmp)];
+    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && run.is_absolute()
+        && std::fs::metadata(&run).is_ok_and(|m| {
+            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o077 == 0
+        })
+    {
+        out.push(run);
+    }
+    out.push(PathBuf::from("/tmp"));
+    out.dedup();
+    out
+}
+
+/// The first of [`base_candidates`] beneath which Chromium's socket paths fit.
+fn base_dir() -> Result<PathBuf, String> {
+    let candidates = base_candidates();
+    candidates.iter().find(|b| fits(b)).cloned().ok_or_else(|| {
+        let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+        format!(
+            "no temporary directory is short enough for Chromium's sockets ({SOCKET_PATH_MAX} bytes at most); tried {}",
+            tried.join(", ")
+        )
+    })
+}
+
 /// How long a browser asked to quit may take before it is killed.
 const QUIT_GRACE: Duration = Duration::from_millis(1500);
 
@@ -151,9 +202,13 @@ impl Browser {
             reason,
             stderr,
         };
+        let base = base_dir().map_err(|why| launch_err(why, vec![]))?;
+        // 0700 (`/tmp` is shared), under a random name no one could have taken first.
         let dir = tempfile::Builder::new()
             .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
-            .tempdir()
+            .rand_bytes(DIR_RANDOM)
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir_in(&base)
             .map_err(|e| launch_err(format!("cannot create a profile directory: {e}"), vec![]))?;
         let sub = |name: &str| -> Result<PathBuf, ScreenshotError> {
             let p = dir.path().join(name);
@@ -374,7 +429,12 @@ pub(crate) fn sweep(tmp: &Path) {
             continue;
         }
         let path = entry.path();
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        // Only a directory of this user's (`/tmp` is shared).
+        let ours = entry.metadata().is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw()
+        });
+        if !ours {
             continue;
         }
         let browser = std::fs::read_to_string(path.join("browser.pid"))
@@ -431,7 +491,8 @@ impl Pool {
         // Drop the dead one now: its directory goes before a new one is made.
         *current = None;
         let exe = locate(self.configured.as_deref())?;
-        self.swept.call_once(|| sweep(&std::env::temp_dir()));
+        self.swept
+            .call_once(|| base_candidates().iter().for_each(|b| sweep(b)));
         let instance = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
         let browser = Arc::new(Browser::launch(&exe, self.sandbox, instance).await?);
         let mut live = LIVE.lock();
@@ -483,6 +544,14 @@ mod tests {
             PathBuf::from("/bin/sh")
         );
         assert!(locate(Some(Path::new("sh"))).unwrap().ends_with("sh"));
+    }
+
+    #[test]
+    fn the_directory_goes_where_chromiums_sockets_fit() {
+        assert!(fits(Path::new("/tmp")));
+        assert!(!fits(Path::new(&format!("/{}", "t".repeat(60)))));
+        // A candidate always fits on this machine: /tmp is one.
+        assert!(fits(&base_dir().unwrap()));
     }
 
     #[test]
