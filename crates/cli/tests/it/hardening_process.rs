@@ -257,3 +257,64 @@ fn client_roots_narrow_declared_paths_and_cwd() {
     }
     s.assert_alive();
 }
+
+#[test]
+#[ignore = "issue 36 item 5, not fixed yet: {name:path} is handed to the program as a path"]
+fn a_path_swapped_for_a_link_is_never_read_outside_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(base.join("secret"), "OUTSIDE\n").unwrap();
+    let cfg = base.join("tools.yaml");
+    std::fs::write(
+        &cfg,
+        r#"tools:
+  - name: show
+    description: Print a file.
+    inputSchema: {type: object, properties: {file: {type: string}}, required: [file]}
+    command: [cat, "{file:path}"]
+"#,
+    )
+    .unwrap();
+    let mut s = Server::start(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--no-watch",
+    ])
+    .handshake(V);
+    std::fs::write(root.join("f"), "inside\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (root, stop) = (root.clone(), stop.clone());
+        let secret = base.join("secret");
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 10_000_000 {
+                let _ = std::fs::write(root.join("f.file"), "inside\n");
+                let _ = std::fs::rename(root.join("f.file"), root.join("f"));
+                let _ = std::os::unix::fs::symlink(&secret, root.join("f.link"));
+                let _ = std::fs::rename(root.join("f.link"), root.join("f"));
+                n += 1;
+            }
+        })
+    };
+    let (mut outside, mut calls) = (0, 0);
+    let until = Instant::now() + Duration::from_secs(20);
+    while calls < 8000 && Instant::now() < until {
+        let r = s.request(
+            "tools/call",
+            json!({"name": "show", "arguments": {"file": "f"}}),
+        );
+        outside += usize::from(text(&r).contains("OUTSIDE"));
+        calls += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert_eq!(
+        outside, 0,
+        "{outside} of {calls} calls read a file outside the root"
+    );
+}
