@@ -220,3 +220,141 @@ fn take_screenshot_works_under_a_long_tmpdir() {
     wait_until_gone(pid(result));
     assert_eq!(browser_dirs(server), Vec::<std::path::PathBuf>::new());
 }
+
+/// A loopback server that answers every request `status` with `location`.
+fn redirector(status: u16, location: String) -> u16 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { break };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let answer = format!(
+                "HTTP/1.1 {status} Moved\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            let _ = conn.write_all(answer.as_bytes());
+        }
+    });
+    port
+}
+
+const SECRET: &str = "s3cr3t-0f-the-server";
+
+/// A secret in a request body does not follow a 307 or 308 to another origin, even a
+/// listed one: the redirect is refused with an error that says why (and not the secret).
+/// A body without one still follows, and a 303 (which drops the body) is followed too
+/// (issue 36, item 6).
+#[test]
+fn a_secret_in_a_body_does_not_follow_a_redirect_elsewhere() {
+    let (other, seen) = crate::util::http_recorder("{\"ok\": true}");
+    let landing = format!("http://127.0.0.1:{other}/landing");
+    let dir = tempfile::tempdir().unwrap();
+    let mut tools = String::from("tools:\n");
+    for (name, status, body) in [
+        ("secret_307", 307, "{token: \"${API_TOKEN}\", n: 1}"),
+        ("secret_308", 308, "{nested: [\"Bearer ${API_TOKEN}\"]}"),
+        ("plain_307", 307, "{n: 2}"),
+        ("secret_303", 303, "{token: \"${API_TOKEN}\", n: 3}"),
+    ] {
+        let port = redirector(status, landing.clone());
+        tools.push_str(&format!(
+            "  - name: {name}\n    description: Posts to an API that redirects with {status}.\n    inputSchema: {{type: object}}\n    http:\n      method: POST\n      url: \"http://127.0.0.1:{port}/submit\"\n      body: {body}\n      allow_loopback: true\n      redirects: {{hosts: [\"127.0.0.1:{other}\"]}}\n"
+        ));
+    }
+    let cfg = dir.path().join("tools.yaml");
+    std::fs::write(&cfg, tools).unwrap();
+    let env = [("API_TOKEN", Path::new(SECRET))];
+    let args = ["--config", cfg.to_str().unwrap(), "--no-watch"];
+    let mut s = Server::start_with_env(&args, Some(dir.path()), &env).handshake(V);
+    let mut call = |name: &str| {
+        let r = s.request("tools/call", json!({"name": name, "arguments": {}}));
+        assert!(!r.to_string().contains(SECRET), "{r}");
+        r["result"].clone()
+    };
+    for (name, status) in [("secret_307", 307), ("secret_308", 308)] {
+        let r = call(name);
+        assert_eq!(r["isError"], true, "{name}: {r}");
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        let want =
+            format!("the server redirected ({status}) to http://127.0.0.1:{other}, another origin");
+        assert!(text.contains(&want), "{name}: {text}");
+        assert!(text.contains("request body"), "{name}: {text}");
+    }
+    for name in ["plain_307", "secret_303"] {
+        let r = call(name);
+        assert_ne!(r["isError"], true, "{name}: {r}");
+    }
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(
+        got.len(),
+        2,
+        "only the plain body and the 303 arrive: {got:#?}"
+    );
+    assert!(
+        got[0].starts_with("POST /landing") && got[0].contains("{\"n\":2}"),
+        "{got:#?}"
+    );
+    assert!(got[1].starts_with("GET /landing"), "{got:#?}");
+    assert!(!got.iter().any(|r| r.contains(SECRET)), "{got:#?}");
+}
+
+/// A secret in an HTTP tool's URL path is not exported: the request's CLIENT span has
+/// `url.full` with that segment `REDACTED`, and no span holds the secret (issue 36, item 7).
+#[test]
+fn a_secret_in_a_url_path_is_redacted_in_spans() {
+    use crate::otlp::{Collector, attr, start_env};
+    let Some(mut rx) = Collector::start() else {
+        return;
+    };
+    let (port, seen) = crate::util::http_recorder("{\"ok\": true}");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tools.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "tools:\n  - name: notify\n    description: Sends a message through a bot API whose token is in the path.\n    inputSchema: {{type: object, properties: {{chat: {{type: string}}}}, required: [chat]}}\n    http:\n      url: \"http://127.0.0.1:{port}/bot${{BOT_TOKEN}}/send/{{chat}}?key=${{BOT_TOKEN}}\"\n      allow_loopback: true\n"
+        ),
+    )
+    .unwrap();
+    let mut env = rx.env("http/protobuf", "secret-path");
+    env.push(("BOT_TOKEN".into(), SECRET.into()));
+    let args = ["--config", cfg.to_str().unwrap(), "--no-watch"];
+    let mut s = start_env(&args, dir.path(), &env).handshake(V);
+    let r = s.request(
+        "tools/call",
+        json!({"name": "notify", "arguments": {"chat": "c42"}}),
+    );
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    s.close_stdin();
+    s.wait_exit(Duration::from_secs(10));
+    // The secret did go where the tool sends it.
+    let head = seen.lock().unwrap().last().cloned().expect("a request");
+    assert!(
+        head.starts_with(&format!("GET /bot{SECRET}/send/c42?key={SECRET}")),
+        "{head}"
+    );
+
+    let http = rx.named("secret-path", "SPAN_KIND_CLIENT", "GET");
+    assert_eq!(
+        attr(&http, "url.full"),
+        format!("http://127.0.0.1:{port}/REDACTED/send/c42").as_str(),
+        "{http}"
+    );
+    let server = rx.named("secret-path", "SPAN_KIND_SERVER", "tools/call notify");
+    for span in [&http, &server] {
+        assert!(!span.to_string().contains(SECRET), "{span}");
+    }
+}

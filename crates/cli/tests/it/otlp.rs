@@ -15,7 +15,7 @@ const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER: &str = "00f067aa0ba902b7";
 
 /// The receiver, running until dropped.
-struct Collector {
+pub(crate) struct Collector {
     child: Child,
     http: u16,
     grpc: u16,
@@ -24,7 +24,7 @@ struct Collector {
 }
 
 impl Collector {
-    fn start() -> Option<Collector> {
+    pub(crate) fn start() -> Option<Collector> {
         Self::start_with(&[])
     }
 
@@ -71,7 +71,7 @@ impl Collector {
     }
 
     /// The environment that exports to this receiver with `protocol`.
-    fn env(&self, protocol: &str, service: &str) -> Vec<(String, String)> {
+    pub(crate) fn env(&self, protocol: &str, service: &str) -> Vec<(String, String)> {
         let port = if protocol == "grpc" {
             self.grpc
         } else {
@@ -89,7 +89,7 @@ impl Collector {
     }
 
     /// Waits until a span matches `want`, and returns it.
-    fn span(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn span(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(s) = self.spans.iter().find(|s| want(s)) {
@@ -104,7 +104,7 @@ impl Collector {
     }
 
     /// The span named `name` of `kind` from `service`.
-    fn named(&mut self, service: &str, kind: &str, name: &str) -> Value {
+    pub(crate) fn named(&mut self, service: &str, kind: &str, name: &str) -> Value {
         self.span(&format!("{kind} {name:?} of {service}"), |s| {
             s["service"] == service && s["kind"] == kind && s["name"] == name
         })
@@ -119,7 +119,7 @@ impl Drop for Collector {
     }
 }
 
-fn start_env(args: &[&str], cwd: &Path, env: &[(String, String)]) -> Server {
+pub(crate) fn start_env(args: &[&str], cwd: &Path, env: &[(String, String)]) -> Server {
     with_env(env, |env| Server::start_with_env(args, Some(cwd), env))
 }
 
@@ -133,7 +133,7 @@ fn with_env<R>(env: &[(String, String)], start: impl FnOnce(&[(&str, &Path)]) ->
     start(&env)
 }
 
-fn attr<'a>(span: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn attr<'a>(span: &'a Value, name: &str) -> &'a Value {
     &span["attributes"][name]
 }
 

@@ -43,22 +43,25 @@ impl BodyTemplate {
         }
     }
 
-    /// The value for a call; `None` when an argument it needs is absent.
+    /// The value for a call; `None` when an argument it needs is absent. `secret` is set
+    /// when any of it came from `${VAR}` (such a body never follows a redirect elsewhere).
     pub(crate) fn build(
         &self,
         args: &Map<String, Value>,
         env: Env<'_>,
+        secret: &mut bool,
     ) -> Result<Option<Value>, RunError> {
         Ok(match self {
             BodyTemplate::Whole(n) => args.get(n).filter(|v| !v.is_null()).cloned(),
-            BodyTemplate::Text(t) => {
-                encode::fill_plain(t, args, env)?.map(|f| Value::String(f.text))
-            }
+            BodyTemplate::Text(t) => encode::fill_plain(t, args, env)?.map(|f| {
+                *secret |= f.secret;
+                Value::String(f.text)
+            }),
             BodyTemplate::Fixed(v) => Some(v.clone()),
             BodyTemplate::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
-                    if let Some(v) = item.build(args, env)? {
+                    if let Some(v) = item.build(args, env, secret)? {
                         out.push(v);
                     }
                 }
@@ -67,7 +70,7 @@ impl BodyTemplate {
             BodyTemplate::Object(members) => {
                 let mut out = Map::new();
                 for (k, m) in members {
-                    if let Some(v) = m.build(args, env)? {
+                    if let Some(v) = m.build(args, env, secret)? {
                         out.insert(k.clone(), v);
                     }
                 }
@@ -148,12 +151,30 @@ mod tests {
     }
 
     fn build(body: Value, args: Value) -> Option<Value> {
-        BodyTemplate::compile(&body, &input())
+        build_marked(body, args).0
+    }
+
+    /// The value, and whether `${VAR}` filled any of it.
+    fn build_marked(body: Value, args: Value) -> (Option<Value>, bool) {
+        let mut secret = false;
+        let v = BodyTemplate::compile(&body, &input())
             .unwrap()
-            .build(args.as_object().unwrap(), &|v| {
-                (v == "TOKEN").then(|| "t\"k".into())
-            })
-            .unwrap()
+            .build(
+                args.as_object().unwrap(),
+                &|v| (v == "TOKEN").then(|| "t\"k".into()),
+                &mut secret,
+            )
+            .unwrap();
+        (v, secret)
+    }
+
+    #[test]
+    fn a_body_knows_whether_it_holds_a_secret() {
+        let args = json!({"s": "x"});
+        assert!(!build_marked(json!({"a": "{s}", "b": [1, "n={s}"]}), args.clone()).1);
+        assert!(build_marked(json!({"a": "{s}", "b": [1, "t=${TOKEN}"]}), args.clone()).1);
+        // Left out with its member: not sent, so not a secret of this body.
+        assert!(!build_marked(json!({"a": "{s}", "b": "${TOKEN} {opt}"}), args).1);
     }
 
     #[test]

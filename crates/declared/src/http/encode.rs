@@ -65,13 +65,28 @@ pub(crate) fn literal(text: &str, extra: &[u8], out: &mut String) {
     }
 }
 
-/// What a filled template carried: its text and whether any of it came from `${VAR}`.
+/// What a filled template carried: its text, and which of it came from `${VAR}`.
+///
+/// Secrets are marked here, where they enter: whatever shows a filled text (a span's
+/// `url.full`, a log line, an error) or sends it somewhere the tool did not name (a
+/// redirect) asks these marks what it may not show or send.
 #[derive(Debug)]
 pub(crate) struct Filled {
     /// The text.
     pub text: String,
     /// Some of it is the server's environment (a secret: never shown).
     pub secret: bool,
+    /// Where each `${VAR}`'s text is in `text` (byte ranges, as encoded).
+    pub secrets: Vec<std::ops::Range<usize>>,
+}
+
+impl Filled {
+    /// Whether any byte of `range` (of [`Filled::text`]) came from `${VAR}`.
+    pub(crate) fn holds_secret(&self, range: &std::ops::Range<usize>) -> bool {
+        self.secrets
+            .iter()
+            .any(|s| s.start < range.end && range.start < s.end)
+    }
 }
 
 /// Where a piece of a filled template came from, for a checker's message.
@@ -101,6 +116,7 @@ pub(crate) fn fill(
 ) -> Result<Option<Filled>, RunError> {
     let mut text = String::new();
     let mut secret = false;
+    let mut secrets = Vec::new();
     for part in parts {
         match part {
             Part::Literal(l) => {
@@ -110,7 +126,9 @@ pub(crate) fn fill(
             Part::Env(var) => {
                 let value = env(var).ok_or_else(|| RenderError::MissingEnv { var: var.clone() })?;
                 check(Source::Env(var), &value)?;
+                let start = text.len();
                 text.push_str(&encode(&value));
+                secrets.push(start..text.len());
                 secret = true;
             }
             Part::Arg(a) => {
@@ -123,7 +141,11 @@ pub(crate) fn fill(
             }
         }
     }
-    Ok(Some(Filled { text, secret }))
+    Ok(Some(Filled {
+        text,
+        secret,
+        secrets,
+    }))
 }
 
 /// [`fill`] for a whole template, with no encoding and no check.

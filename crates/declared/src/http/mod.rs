@@ -8,9 +8,11 @@
 //!   (resolve once, check every address, connect to a checked one; TLS with rustls).
 //! - `redirect`: which redirects are followed, and how the method changes.
 //!
-//! Secrets: a header (or URL part) filled from `${VAR}` never appears in an error or a log
-//! line: errors name the header, never its value, and such headers are not sent on when a
-//! redirect leaves the tool's origin.
+//! Secrets are marked where they enter, where `${VAR}` is filled in (`encode::Filled`), and
+//! never appear in an error, a log line or a span: errors name the header, never its value;
+//! a URL is shown with each path segment that holds a secret `REDACTED` and no query. They
+//! never follow a redirect that leaves the tool's origin: such headers are not sent on,
+//! and a 307 or 308 that would send a body holding one again is refused.
 
 mod body;
 mod connect;
@@ -84,9 +86,13 @@ pub struct HttpAction {
 /// A request, filled in for one call.
 struct Prepared {
     url: String,
+    /// The URL as spans, logs and errors may show it (see [`UrlTemplate::public`]).
+    public_url: String,
     /// Each header, and whether its value came (partly) from `${VAR}`.
     headers: Vec<(HeaderName, HeaderValue, bool)>,
     body: Option<Bytes>,
+    /// Some of the body came from `${VAR}`: it is never sent to another origin.
+    body_secret: bool,
 }
 
 impl Prepared {
@@ -195,7 +201,7 @@ impl HttpAction {
         let span = ctx.observed.as_ref().and_then(|(t, parent)| {
             Some((
                 t,
-                t.http_request(span_request(&self.method, &prepared.url, parent)?)?,
+                t.http_request(span_request(&self.method, &prepared.public_url, parent)?)?,
             ))
         });
         match (&span, &ctx.trace) {
@@ -247,9 +253,10 @@ impl HttpAction {
             value.set_sensitive(filled.secret);
             headers.push((h.name.clone(), value, filled.secret));
         }
+        let mut body_secret = false;
         let body = match &self.body {
             None => None,
-            Some(b) => match b.build(args, env)? {
+            Some(b) => match b.build(args, env, &mut body_secret)? {
                 None => None,
                 Some(v) => Some(Bytes::from(
                     serde_json::to_vec(&v).map_err(|e| RunError::Http(e.to_string()))?,
@@ -264,9 +271,11 @@ impl HttpAction {
             ));
         }
         Ok(Prepared {
+            public_url: self.url.public(&url),
             url: url.text,
             headers,
             body,
+            body_secret,
         })
     }
 
@@ -276,6 +285,8 @@ impl HttpAction {
             url: first,
             mut headers,
             mut body,
+            body_secret,
+            ..
         } = p;
         let mut at =
             url::Url::parse(&first).map_err(|e| RunError::Http(format!("bad URL: {e}")))?;
@@ -310,6 +321,14 @@ impl HttpAction {
                 })?;
                 let (next, same_origin) = self.redirects.follow(&at, location)?;
                 let (next_method, keep_body) = redirect::next_method(status, &method);
+                if !same_origin && keep_body && body_secret && body.is_some() {
+                    // A 307 or 308 sends the body again: a secret in it would go to a host
+                    // the author listed for redirects, not for the secret.
+                    return Err(RunError::Refused(format!(
+                        "the server redirected ({status}) to {}, another origin, and a {status} sends the request body again; the body holds a value of the server's environment (${{VAR}}), which goes only to the tool's own origin",
+                        next.origin().ascii_serialization()
+                    )));
+                }
                 if !keep_body {
                     body = None;
                     headers.retain(|(n, ..)| n != header::CONTENT_TYPE);
@@ -356,7 +375,8 @@ impl HttpAction {
     }
 }
 
-/// What an HTTP client span records of a request to `url`: `url.full` without its query,
+/// What an HTTP client span records of a request to `url` (the [public](UrlTemplate::public)
+/// URL: path segments holding a secret already `REDACTED`): `url.full` without its query,
 /// fragment or credentials (a query may carry a secret), and the server's address and port.
 fn span_request(
     method: &Method,

@@ -115,7 +115,7 @@ impl UrlTemplate {
     }
 
     /// The request target, `origin` + path + query; `secret` when `${VAR}` filled part
-    /// of it.
+    /// of it, and `secrets` where.
     pub(crate) fn render(
         &self,
         args: &Map<String, Value>,
@@ -123,12 +123,19 @@ impl UrlTemplate {
     ) -> Result<Filled, RunError> {
         let mut out = self.origin.clone();
         let path = render_path(&self.path, args, env)?;
+        let shifted = |f: &Filled, by: usize| -> Vec<std::ops::Range<usize>> {
+            f.secrets.iter().map(|r| r.start + by..r.end + by).collect()
+        };
+        let mut secrets = shifted(&path, out.len());
         out.push_str(&path.text);
         let mut secret = path.secret;
+        // The query's marks, relative to its start (after the `?`).
+        let mut query_secrets = Vec::new();
         let mut query = String::new();
         if !self.query.is_empty() {
             let q = required(&self.query, args, env, &encode::component)?;
             secret |= q.secret;
+            query_secrets.extend(shifted(&q, query.len()));
             query.push_str(&q.text);
         }
         for (name, value) in &self.params {
@@ -145,15 +152,52 @@ impl UrlTemplate {
             }
             query.push_str(name);
             query.push('=');
+            query_secrets.extend(shifted(&v, query.len()));
             query.push_str(&v.text);
         }
         if !query.is_empty() {
             out.push('?');
+            secrets.extend(
+                query_secrets
+                    .iter()
+                    .map(|r| r.start + out.len()..r.end + out.len()),
+            );
             out.push_str(&query);
         }
-        Ok(Filled { text: out, secret })
+        Ok(Filled {
+            text: out,
+            secret,
+            secrets,
+        })
+    }
+
+    /// The URL `filled` as telemetry, logs and errors may show it: the origin and the path,
+    /// each path segment that holds any of a `${VAR}`'s text written [`REDACTED`], and no
+    /// query (a query may carry a secret too, and arguments).
+    pub(crate) fn public(&self, filled: &Filled) -> String {
+        let text = &filled.text;
+        let start = self.origin.len().min(text.len());
+        let end = text[start..].find('?').map_or(text.len(), |i| start + i);
+        let mut out = text[..start].to_owned();
+        let mut at = start;
+        for (i, segment) in text[start..end].split('/').enumerate() {
+            if i > 0 {
+                out.push('/');
+            }
+            let range = at..at + segment.len();
+            if !segment.is_empty() && filled.holds_secret(&range) {
+                out.push_str(REDACTED);
+            } else {
+                out.push_str(segment);
+            }
+            at = range.end + 1;
+        }
+        out
     }
 }
+
+/// What stands for a path segment that holds a secret wherever a URL is shown.
+pub(crate) const REDACTED: &str = "REDACTED";
 
 /// Fills parts whose arguments must all be present (a URL has no optional pieces).
 fn required(
@@ -205,6 +249,7 @@ fn render_path(
         return Ok(Filled {
             text: "/".into(),
             secret: filled.secret,
+            secrets: Vec::new(),
         });
     }
     Ok(filled)
@@ -450,6 +495,41 @@ mod tests {
         let missing = render("http://h/u/{id}", json!({})).unwrap_err();
         assert!(matches!(missing, RunError::Missing(n) if n == "id"));
         assert_eq!(render("http://h", json!({})).unwrap(), "http://h/");
+    }
+
+    #[test]
+    fn a_url_is_shown_with_its_secret_segments_redacted() {
+        let env = |v: &str| (v == "KEY").then(|| "k/1 2".to_owned());
+        let cases = [
+            (
+                "http://h/bot${KEY}/send",
+                json!({}),
+                "http://h/REDACTED/send",
+            ),
+            ("http://h/${KEY}", json!({}), "http://h/REDACTED"),
+            (
+                "http://h:8080/a/{id}/x${KEY}y/{id}?q={q}",
+                json!({"id": "i", "q": "z"}),
+                "http://h:8080/a/i/REDACTED/i",
+            ),
+            (
+                "http://h/a/{id}?k=${KEY}",
+                json!({"id": "i", "q": "z"}),
+                "http://h/a/i",
+            ),
+            (
+                "http://h/a/{id}/",
+                json!({"id": "${KEY}"}),
+                "http://h/a/%24%7BKEY%7D/",
+            ),
+            ("http://h", json!({}), "http://h/"),
+        ];
+        for (url, args, want) in cases {
+            let t = compile(url).unwrap();
+            let f = t.render(args.as_object().unwrap(), &env).unwrap();
+            assert_eq!(t.public(&f), want, "{url}");
+            assert!(!t.public(&f).contains("k%2F1"), "{url}");
+        }
     }
 
     #[test]
