@@ -3,7 +3,7 @@
 Serves OTLP/HTTP (POST /v1/traces, a protobuf ExportTraceServiceRequest) and OTLP/gRPC
 (opentelemetry.proto.collector.trace.v1.TraceService/Export) on loopback ports of its own,
 decodes with the official opentelemetry-proto classes, and writes each span as one JSON line
-to stdout: name, kind, trace_id, span_id, parent_span_id (hex), attributes, status, and the
+to stdout: name, kind, trace_id, span_id, parent_span_id (hex), attributes, links (trace_id and span_id, hex), status, and the
 resource's service.name, and the request's `x-tenant` header (or gRPC metadata) as
 "tenant". The first line is {"http": PORT, "grpc": PORT}.
 
@@ -54,6 +54,10 @@ def write(request, protocol, tenant):
                     "span_id": span.span_id.hex(),
                     "parent_span_id": span.parent_span_id.hex(),
                     "attributes": {kv.key: value(kv.value) for kv in span.attributes},
+                    "links": [
+                        {"trace_id": l.trace_id.hex(), "span_id": l.span_id.hex()}
+                        for l in span.links
+                    ],
                     "status": {
                         "code": trace_pb2.Status.StatusCode.Name(span.status.code),
                         "message": span.status.message,

@@ -8,18 +8,21 @@ use crate::upstream::Upstream;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use toolwright_client::{ClientError, Observer, Outcome, Outgoing, Target as PeerTarget, Watch};
+use toolwright_jsonrpc::RequestId;
 use toolwright_server::ToolContext;
 use toolwright_server::telemetry::{
-    ClientObservation, Operation, Outcome as Ended, Peer as Address, SpanContext, Target,
+    ClientObservation, OTHER, Operation, Outcome as Ended, Peer as Address, SpanContext, Target,
     Telemetry, Transport, method_name,
 };
 
 /// How telemetry names an upstream: `network.transport`, and for an HTTP one its
-/// `server.address` and `server.port`.
+/// `server.address` and `server.port` and `network.protocol.version`.
 #[derive(Debug, Clone)]
 pub(crate) struct SeenAs {
     pub(crate) transport: Transport,
     address: Option<Address>,
+    /// The HTTP version spoken to it (toolwright-client's HTTP/1.1).
+    http: Option<&'static str>,
 }
 
 impl SeenAs {
@@ -29,10 +32,12 @@ impl SeenAs {
             PeerTarget::Stdio { .. } => SeenAs {
                 transport: Transport::Pipe,
                 address: None,
+                http: None,
             },
             PeerTarget::Http { url } => SeenAs {
                 transport: Transport::Tcp,
                 address: address_of(url),
+                http: Some("1.1"),
             },
         }
     }
@@ -85,17 +90,29 @@ impl Observer for Watcher {
             "prompts/get" => name().map(Target::Prompt),
             _ => None,
         };
+        let resource_uri = match message.method {
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => message
+                .params
+                .get("uri")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        };
+        let method = method_name(message.method);
         let operation = Operation {
-            method: method_name(message.method),
+            method,
+            unknown_method: (method == OTHER).then(|| message.method.into()),
             target,
             // The gateway sends only names its upstream listed.
             target_known: true,
-            request_id: message.id.map(ToString::to_string),
+            request_id: message.id.map(RequestId::text),
+            resource_uri,
             session_id: message.session_id.map(Into::into),
             protocol_version: Some(message.protocol_version.as_str()),
             transport: self.seen.transport,
+            network_protocol_version: self.seen.http,
             parent: self.parent.clone(),
-            arguments: None,
+            ..Operation::default()
         };
         let observation = self.telemetry.client(operation, self.seen.address.clone());
         Some(Box::new(Watched(observation)))
@@ -120,6 +137,9 @@ impl Watch for Watched {
     fn finish(self: Box<Self>, outcome: Outcome<'_>, session_id: Option<&str>) {
         let mut o = self.0;
         o.set_session_id(session_id.map(Into::into));
+        if let Err(ClientError::Rpc { message, .. }) = outcome {
+            o.set_error_message(message);
+        }
         o.finish(match outcome {
             Ok(Some(v)) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
                 Ended::ToolError

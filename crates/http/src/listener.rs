@@ -35,9 +35,9 @@ pub struct HttpServer {
     addr: SocketAddr,
 }
 
-/// The service of one connection: the shared state and the client's address.
+/// The service of one connection: the shared state and the client's address and port.
 #[derive(Clone)]
-struct Svc(Arc<Shared>, std::net::IpAddr);
+struct Svc(Arc<Shared>, SocketAddr);
 
 impl hyper::service::Service<Request<Incoming>> for Svc {
     type Response = Response<Body>;
@@ -349,7 +349,7 @@ impl Acceptor {
         let (tx, rx) = oneshot::channel();
         self.closers.lock().insert(id, tx);
         let builder = self.builder.clone();
-        let svc = Svc(self.shared.clone(), peer.ip());
+        let svc = Svc(self.shared.clone(), peer);
         let closers = self.closers.clone();
         self.conns.spawn(async move {
             let conn = builder.serve_connection(TokioIo::new(stream), svc);

@@ -20,19 +20,22 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::Value;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
 use toolwright_protocol::{Method, ProtocolVersion};
 use toolwright_server::era::{self, Claim};
 use toolwright_server::telemetry::Transport;
-use toolwright_server::{Handled, Inbound, Outbound, Outcome, Session};
+use toolwright_server::{Ambient, Handled, Inbound, Outbound, Outcome, Session};
 
 pub(crate) async fn post(
     shared: &Arc<Shared>,
     client: Client,
+    addr: SocketAddr,
     req: Request<Incoming>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
+    let http = http_version(parts.version);
     let headers = &parts.headers;
     if let Some(ct) = headers.get(CONTENT_TYPE)
         && !ct.to_str().is_ok_and(|s| {
@@ -117,7 +120,12 @@ pub(crate) async fn post(
             era::claim(peek.version.as_deref(), header) == Claim::Legacy
         }
     };
-    let to = Peer { client, accepts };
+    let to = Peer {
+        client,
+        accepts,
+        addr,
+        http,
+    };
     if legacy {
         legacy_post(shared, to, headers, (inbound, &bytes), hv).await
     } else {
@@ -125,26 +133,38 @@ pub(crate) async fn post(
     }
 }
 
-/// Handles `inbound` with the trace context of the request's `traceparent` and
-/// `tracestate` headers (a message's own `_meta` wins).
+/// `network.protocol.version`'s value for an HTTP version.
+fn http_version(v: http::Version) -> &'static str {
+    match v {
+        http::Version::HTTP_09 => "0.9",
+        http::Version::HTTP_10 => "1.0",
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_3 => "3",
+        _ => "1.1",
+    }
+}
+
+/// Handles `inbound` for telemetry as the request from `to` carried it: with the trace
+/// context of its `traceparent` and `tracestate` headers (the parent unless a message's own
+/// `_meta` names one, then a link), its peer and its HTTP version.
 fn traced(
     shared: &Shared,
     session: &Arc<Session>,
     inbound: Inbound,
     sink: &Arc<dyn Outbound>,
-    headers: &HeaderMap,
+    (headers, to): (&HeaderMap, &Peer),
 ) -> Handled {
     if shared.server.config().telemetry.is_none() {
         return shared.server.handle(session, inbound, sink);
     }
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    shared.server.handle_with_parent(
-        session,
-        inbound,
-        sink,
-        text("traceparent"),
-        text("tracestate"),
-    )
+    let ambient = Ambient {
+        traceparent: text("traceparent"),
+        tracestate: text("tracestate"),
+        peer: Some(to.addr),
+        protocol_version: Some(to.http),
+    };
+    shared.server.handle_in(session, inbound, sink, ambient)
 }
 
 fn too_large(shared: &Shared, id: Option<&RequestId>) -> Response<Body> {
@@ -163,6 +183,10 @@ fn too_large(shared: &Shared, id: Option<&RequestId>) -> Response<Body> {
 struct Peer {
     client: Client,
     accepts: Accepts,
+    /// The client's address and port (telemetry's `client.address`, `client.port`).
+    addr: SocketAddr,
+    /// The request's HTTP version (telemetry's `network.protocol.version`).
+    http: &'static str,
 }
 
 /// A cell for one POST's messages; JSON-only when the client does not accept event streams.
@@ -265,7 +289,7 @@ async fn modern_post(
     let (cell, sink) = new_cell(shared, to.accepts);
     let session = Session::new(sink.clone());
     session.set_label(Transport::Tcp, None);
-    match traced(shared, &session, inbound, &sink, headers) {
+    match traced(shared, &session, inbound, &sink, (headers, &to)) {
         Handled::Nothing if id.is_none() || !to.accepts.sse => accepted(),
         Handled::Nothing => {
             cell.finish(None);
@@ -359,11 +383,11 @@ async fn legacy_post(
             Session::stateless(sink.clone(), version)
         };
         session.set_label(Transport::Tcp, None);
-        let handled = traced(shared, &session, inbound, &sink, headers);
+        let handled = traced(shared, &session, inbound, &sink, (headers, &to));
         return legacy_respond(shared, to, None, cell, handled, &requests, &session).await;
     }
     if is_init {
-        return initialize(shared, to.accepts, inbound, first_id).await;
+        return initialize(shared, (headers, &to), inbound, first_id).await;
     }
     let Some(sid) = headers.get(SESSION_ID) else {
         return refuse(
@@ -403,7 +427,7 @@ async fn legacy_post(
         cell.set_closable();
     }
     let roots_changed = inbound.method() == Some(Method::RootsListChanged);
-    let handled = traced(shared, &hs.mcp, inbound, &sink, headers);
+    let handled = traced(shared, &hs.mcp, inbound, &sink, (headers, &to));
     if let Some(c) = &shared.cluster
         && let Err(e) = crate::cluster::save(c, &hs, roots_changed).await
     {
@@ -424,7 +448,7 @@ async fn legacy_post(
 
 async fn initialize(
     shared: &Arc<Shared>,
-    accepts: Accepts,
+    (headers, to): (&HeaderMap, &Peer),
     inbound: Inbound,
     id: Option<&RequestId>,
 ) -> Response<Body> {
@@ -444,8 +468,8 @@ async fn initialize(
         ),
         Some(c) => crate::cluster::new_session(shared, c),
     };
-    let (_cell, sink) = new_cell(shared, accepts);
-    let reply = match shared.server.handle(&hs.mcp, inbound, &sink) {
+    let (_cell, sink) = new_cell(shared, to.accepts);
+    let reply = match traced(shared, &hs.mcp, inbound, &sink, (headers, to)) {
         Handled::Reply(reply) => reply,
         // `initialize` always answers at once; anything else is a bug worth a clear error.
         Handled::Nothing | Handled::Later(_) => {
@@ -461,7 +485,7 @@ async fn initialize(
     if reply.error_code().is_some() {
         shared.sessions.release();
         hs.close();
-        return reply_only(StatusCode::OK, reply.into_line(), accepts);
+        return reply_only(StatusCode::OK, reply.into_line(), to.accepts);
     }
     if let Some(c) = &shared.cluster
         && let Err(e) = crate::cluster::create(shared, c, &hs).await
@@ -472,7 +496,7 @@ async fn initialize(
     }
     let sid = HeaderValue::from_str(&hs.id).expect("session ids are visible ASCII");
     shared.sessions.insert(hs);
-    let mut r = reply_only(StatusCode::OK, reply.into_line(), accepts);
+    let mut r = reply_only(StatusCode::OK, reply.into_line(), to.accepts);
     r.headers_mut().insert(SESSION_ID, sid);
     r
 }

@@ -20,7 +20,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::Poll;
 use tokio_util::sync::CancellationToken;
@@ -100,14 +100,14 @@ impl Shared {
 /// Handles one request from `peer`.
 pub(crate) async fn handle(
     shared: Arc<Shared>,
-    peer: IpAddr,
+    peer: SocketAddr,
     req: Request<Incoming>,
 ) -> Response<Body> {
     if let Err(r) = shared.guard.check_site(req.uri(), req.headers()) {
         return refusal(&shared, r);
     }
     let origin = req.headers().get(ORIGIN).cloned();
-    let mut resp = route(&shared, Client::of(peer), req).await;
+    let mut resp = route(&shared, (Client::of(peer.ip()), peer), req).await;
     if let Some(o) = origin {
         let h = resp.headers_mut();
         h.insert("access-control-allow-origin", o);
@@ -174,7 +174,12 @@ fn preflight(headers: &HeaderMap) -> Response<Body> {
     r
 }
 
-async fn route(shared: &Arc<Shared>, client: Client, req: Request<Incoming>) -> Response<Body> {
+/// Routes `req` from `client` (its budget's key, and its address and port).
+async fn route(
+    shared: &Arc<Shared>,
+    (client, peer): (Client, SocketAddr),
+    req: Request<Incoming>,
+) -> Response<Body> {
     let path = req.uri().path();
     if path == shared.config.path {
         if req.method() == Method::OPTIONS {
@@ -184,7 +189,7 @@ async fn route(shared: &Arc<Shared>, client: Client, req: Request<Incoming>) -> 
             return refusal(shared, r);
         }
         return match *req.method() {
-            Method::POST => crate::post::post(shared, client, req).await,
+            Method::POST => crate::post::post(shared, client, peer, req).await,
             Method::GET => crate::streams::get(shared, client, req.headers()).await,
             Method::DELETE => crate::streams::delete(shared, req.headers()).await,
             _ => {

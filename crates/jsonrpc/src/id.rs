@@ -33,6 +33,15 @@ impl RequestId {
         }
     }
 
+    /// The id's string form, as telemetry's `jsonrpc.request.id` records it: the integer's
+    /// digits, or the string itself (no JSON quotes or escapes).
+    pub fn text(&self) -> String {
+        match self {
+            RequestId::Number(n) => n.to_string(),
+            RequestId::String(s) => s.clone(),
+        }
+    }
+
     /// The id for a JSON integer, or `None` if it does not fit in an `i64`.
     pub(crate) fn from_u64(v: u64) -> Option<RequestId> {
         i64::try_from(v).ok().map(RequestId::Number)

@@ -4,8 +4,8 @@
 use crate::Error;
 use crate::config::Config;
 use opentelemetry::trace::{
-    SpanContext as OtelContext, SpanId, SpanKind as OtelKind, Status, TraceContextExt, TraceFlags,
-    TraceId, TraceState,
+    Link, SpanContext as OtelContext, SpanId, SpanKind as OtelKind, Status, TraceContextExt,
+    TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::Resource;
@@ -76,6 +76,13 @@ impl SpanSink for Sink {
 
 /// A finished span as the SDK's exporter takes it.
 pub(crate) fn span_data(span: FinishedSpan, scope: &InstrumentationScope) -> SpanData {
+    // (SpanLinks is non-exhaustive: its fields are set on the default.)
+    let mut links = SpanLinks::default();
+    links.links = span
+        .links
+        .iter()
+        .map(|l| Link::with_context(otel_context(l, true)))
+        .collect();
     SpanData {
         span_context: otel_context(&span.context, false),
         parent_span_id: span
@@ -97,7 +104,7 @@ pub(crate) fn span_data(span: FinishedSpan, scope: &InstrumentationScope) -> Spa
             .collect(),
         dropped_attributes_count: 0,
         events: SpanEvents::default(),
-        links: SpanLinks::default(),
+        links,
         status: match span.error {
             Some(e) => Status::error(e),
             None => Status::Unset,

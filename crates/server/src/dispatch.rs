@@ -32,6 +32,21 @@ pub enum Inbound {
     Invalid(ErrorResponse),
 }
 
+/// What a transport knows of a message from outside it, for telemetry (see
+/// [`Server::handle_in`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ambient<'a> {
+    /// The carrying request's `traceparent` (an HTTP header).
+    pub traceparent: Option<&'a str>,
+    /// Its `tracestate`.
+    pub tracestate: Option<&'a str>,
+    /// The peer it came from (`client.address`, `client.port`).
+    pub peer: Option<std::net::SocketAddr>,
+    /// The version of the protocol under MCP (`network.protocol.version`: HTTP's `1.1`,
+    /// `2`).
+    pub protocol_version: Option<&'static str>,
+}
+
 impl Inbound {
     /// The id of the request it carries, if it is one and the id could be read.
     pub fn id(&self) -> Option<&RequestId> {
@@ -66,25 +81,28 @@ impl Server {
         }
     }
 
-    /// [`Server::handle`] for a message that came with W3C Trace Context outside it (an HTTP
-    /// request's `traceparent` and `tracestate` headers): the parent of its span when the
-    /// message's own `params._meta` names none.
-    pub fn handle_with_parent(
+    /// [`Server::handle`] for a message that came with more outside it (an HTTP request):
+    /// telemetry records the peer and the protocol version under MCP, and the request's
+    /// W3C Trace Context is the parent of the message's span when its own `params._meta`
+    /// names none, else a link of it.
+    pub fn handle_in(
         &self,
         session: &Arc<Session>,
         inbound: Inbound,
         sink: &Arc<dyn Outbound>,
-        traceparent: Option<&str>,
-        tracestate: Option<&str>,
+        ambient: Ambient<'_>,
     ) -> Handled {
-        let parent = match (&self.inner.config.telemetry, traceparent) {
-            (Some(_), Some(tp)) => toolwright_telemetry::SpanContext::parse(tp, tracestate),
-            _ => None,
-        };
-        match parent {
-            Some(p) => observe::with_outer_parent(p, || self.handle(session, inbound, sink)),
-            None => self.handle(session, inbound, sink),
+        if self.inner.config.telemetry.is_none() {
+            return self.handle(session, inbound, sink);
         }
+        let outer = observe::Outer {
+            parent: ambient
+                .traceparent
+                .and_then(|tp| toolwright_telemetry::SpanContext::parse(tp, ambient.tracestate)),
+            peer: ambient.peer,
+            protocol_version: ambient.protocol_version,
+        };
+        observe::with_outer(outer, || self.handle(session, inbound, sink))
     }
 
     /// Handles one message of `session`. `sink` receives the notifications tied to this

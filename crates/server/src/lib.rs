@@ -74,7 +74,7 @@ pub mod tool;
 pub use catalog::{BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, UriTemplate};
 pub use config::{Config, InputErrorMode};
 pub use context::ToolContext;
-pub use dispatch::Inbound;
+pub use dispatch::{Ambient, Inbound};
 pub use era::Era;
 pub use error::{ClientRequestError, RegisterError, ToolError};
 pub use reply::{Handled, Outcome, Reply, ReplyFuture, Spent};

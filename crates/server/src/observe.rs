@@ -12,7 +12,7 @@ use toolwright_jsonrpc::RequestId;
 use toolwright_protocol::ProtocolVersion;
 use toolwright_protocol::params::CallToolParams;
 use toolwright_telemetry::{
-    Observation, Operation, Outcome, SpanContext, Target, Telemetry, method_name,
+    OTHER, Observation, Operation, Outcome, SpanContext, Target, Telemetry, method_name,
 };
 
 /// The few fields of a message's params telemetry reads.
@@ -20,6 +20,9 @@ use toolwright_telemetry::{
 struct Peek {
     #[serde(default)]
     name: Option<String>,
+    /// A resource request's `uri` (`mcp.resource.uri`).
+    #[serde(default)]
+    uri: Option<String>,
     #[serde(default, rename = "_meta")]
     meta: Option<PeekMeta>,
 }
@@ -34,24 +37,39 @@ struct PeekMeta {
     tracestate: Option<String>,
 }
 
-/// The caller's span, from `_meta`'s `traceparent` and `tracestate`, else from outside
-/// the message (an HTTP request's headers).
-fn parent(traceparent: Option<&str>, tracestate: Option<&str>) -> Option<SpanContext> {
+/// The caller's span and the span's link: `_meta`'s `traceparent` and `tracestate` as the
+/// parent, with the ambient context (an HTTP request's headers) linked; without them the
+/// ambient context as the parent.
+fn parent(
+    traceparent: Option<&str>,
+    tracestate: Option<&str>,
+) -> (Option<SpanContext>, Option<SpanContext>) {
+    let ambient = || OUTER.with(|o| o.borrow().as_ref().and_then(|o| o.parent.clone()));
     match traceparent {
-        Some(tp) => SpanContext::parse(tp, tracestate),
-        None => OUTER.with(|o| o.borrow().clone()),
+        Some(tp) => (SpanContext::parse(tp, tracestate), ambient()),
+        None => (ambient(), None),
     }
 }
 
-thread_local! {
-    /// The trace context that came with the message being read, outside it.
-    static OUTER: std::cell::RefCell<Option<SpanContext>> = const { std::cell::RefCell::new(None) };
+/// What came with the message being handled, outside it.
+#[derive(Clone)]
+pub(crate) struct Outer {
+    /// The transport's trace context (an HTTP request's `traceparent` header).
+    pub(crate) parent: Option<SpanContext>,
+    /// `client.address` and `client.port`.
+    pub(crate) peer: Option<std::net::SocketAddr>,
+    /// `network.protocol.version`.
+    pub(crate) protocol_version: Option<&'static str>,
 }
 
-/// Runs `f` (which handles messages) with `parent` as the parent of the spans of messages
-/// whose `_meta` names none.
-pub(crate) fn with_outer_parent<T>(parent: SpanContext, f: impl FnOnce() -> T) -> T {
-    let before = OUTER.with(|o| o.replace(Some(parent)));
+thread_local! {
+    /// What came with the message being read, outside it.
+    static OUTER: std::cell::RefCell<Option<Outer>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` (which handles messages) with `outer` as what came with them.
+pub(crate) fn with_outer<T>(outer: Outer, f: impl FnOnce() -> T) -> T {
+    let before = OUTER.with(|o| o.replace(Some(outer)));
     let out = f();
     OUTER.with(|o| *o.borrow_mut() = before);
     out
@@ -67,16 +85,19 @@ fn version(session: &Session, modern: Option<&str>) -> Option<&'static str> {
 }
 
 fn base(session: &Session, method: &'static str, id: Option<&RequestId>) -> Operation {
+    let (client, network_protocol_version) = OUTER.with(|o| {
+        o.borrow()
+            .as_ref()
+            .map_or((None, None), |o| (o.peer, o.protocol_version))
+    });
     Operation {
         method,
-        target: None,
-        target_known: false,
-        request_id: id.map(ToString::to_string),
+        request_id: id.map(RequestId::text),
         session_id: session.label_id().cloned(),
-        protocol_version: None,
         transport: session.transport(),
-        parent: None,
-        arguments: None,
+        network_protocol_version,
+        client,
+        ..Operation::default()
     }
 }
 
@@ -95,14 +116,16 @@ pub(crate) fn call_operation(
         (Some(_), None) => Some("{}".to_owned()),
         (None, _) => None,
     };
+    let (parent, link) = parent(
+        meta.and_then(|m| m.traceparent.as_deref()),
+        meta.and_then(|m| m.tracestate.as_deref()),
+    );
     Operation {
         target: Some(Target::Tool(p.name.clone())),
         target_known: known,
         protocol_version: version(session, meta.and_then(|m| m.protocol_version.as_deref())),
-        parent: parent(
-            meta.and_then(|m| m.traceparent.as_deref()),
-            meta.and_then(|m| m.tracestate.as_deref()),
-        ),
+        parent,
+        link,
         arguments,
         ..base(session, method_name("tools/call"), Some(id))
     }
@@ -123,7 +146,7 @@ pub(crate) fn operation(
         .unwrap_or_default();
     let meta = peek.meta.as_ref();
     let modern = meta.and_then(|m| m.protocol_version.as_deref());
-    let parent = parent(
+    let (parent, link) = parent(
         meta.and_then(|m| m.traceparent.as_deref()),
         meta.and_then(|m| m.tracestate.as_deref()),
     );
@@ -132,11 +155,18 @@ pub(crate) fn operation(
         ("prompts/get", Some(n)) => Some(Target::Prompt(n)),
         _ => None,
     };
+    let resource_uri = match method {
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => peek.uri,
+        _ => None,
+    };
     Operation {
         target_known: target.as_ref().is_some_and(known),
         target,
+        unknown_method: (method == OTHER).then(|| name.into()),
+        resource_uri,
         protocol_version: version(session, modern),
         parent,
+        link,
         ..base(session, method, id)
     }
 }
@@ -190,6 +220,9 @@ fn finish(mut observation: Observation, reply: Option<&Reply>, is_request: bool)
     match reply {
         Some(r) => {
             observation.capture_result(r.line());
+            if let Some(message) = r.error_message() {
+                observation.set_error_message(message);
+            }
             observation.finish(outcome(r));
         }
         None => observation.finish(silent(is_request)),

@@ -32,6 +32,8 @@ pub struct Reply {
     outcome: Outcome,
     /// A `tools/call` result with `isError: true` (for telemetry's `error.type`).
     tool_error: bool,
+    /// An error reply's message (telemetry's span status description).
+    error_message: Option<Box<str>>,
     spent: Option<Spent>,
 }
 
@@ -51,6 +53,7 @@ impl Reply {
             line,
             outcome: Outcome::Result,
             tool_error: false,
+            error_message: None,
             spent: None,
         }
     }
@@ -71,6 +74,7 @@ impl Reply {
             line,
             outcome: Outcome::Error(error.code),
             tool_error: false,
+            error_message: Some(error.message.as_str().into()),
             spent: None,
         }
     }
@@ -98,6 +102,11 @@ impl Reply {
     /// True for a `tools/call` result whose `isError` is true.
     pub fn is_tool_error(&self) -> bool {
         self.tool_error
+    }
+
+    /// The error's message, when the reply is an error.
+    pub fn error_message(&self) -> Option<&str> {
+        self.error_message.as_deref()
     }
 
     /// The error code, when the reply is an error.

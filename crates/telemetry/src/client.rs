@@ -4,8 +4,7 @@
 
 use crate::Telemetry;
 use crate::context::SpanContext;
-use crate::metrics::Side;
-use crate::observe::{Operation, Outcome, Transport, operation_attributes};
+use crate::observe::{Operation, Outcome, Side, Transport, operation_attributes, status};
 use crate::spans::{Attributes, FinishedSpan, SpanKind, Value, start_context};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -30,6 +29,8 @@ pub struct ClientObservation {
     own: Option<(SpanContext, SystemTime)>,
     started: Instant,
     finished: bool,
+    /// The JSON-RPC error's message (kept only when spans are exported).
+    error_message: Option<String>,
 }
 
 impl std::fmt::Debug for ClientObservation {
@@ -60,6 +61,7 @@ impl Telemetry {
             own,
             started: Instant::now(),
             finished: false,
+            error_message: None,
         }
     }
 
@@ -115,6 +117,14 @@ impl ClientObservation {
         self.operation.protocol_version = version;
     }
 
+    /// Records the message of the JSON-RPC error the peer answered: the span status's
+    /// description. Nothing unless spans are exported.
+    pub fn set_error_message(&mut self, message: &str) {
+        if self.own.is_some() {
+            self.error_message = Some(message.to_owned());
+        }
+    }
+
     /// The call ended with `outcome`.
     pub fn finish(mut self, outcome: Outcome) {
         self.record(outcome);
@@ -125,16 +135,20 @@ impl ClientObservation {
             return;
         }
         let seconds = self.started.elapsed().as_secs_f64();
-        self.telemetry
-            .metrics
-            .operation_of(Side::Client, &self.operation, outcome, seconds);
+        self.telemetry.metrics.operation_of(
+            Side::Client,
+            &self.operation,
+            self.peer.as_ref(),
+            outcome,
+            seconds,
+        );
         let (Some(sink), Some((context, start))) = (self.telemetry.spans(), &self.own) else {
             return;
         };
         if context.flags & 1 == 0 {
             return;
         }
-        let mut attributes = operation_attributes(&self.operation, outcome);
+        let mut attributes = operation_attributes(&self.operation, outcome, Side::Client);
         push_peer(&mut attributes, self.peer.as_ref());
         sink.export(FinishedSpan {
             name: self.operation.span_name(),
@@ -142,10 +156,11 @@ impl ClientObservation {
             context: context.clone(),
             parent: self.operation.parent.clone(),
             parent_remote: false,
+            links: Vec::new(),
             start: *start,
             end: SystemTime::now(),
             attributes,
-            error: outcome.error_type(),
+            error: status(outcome, Side::Client, self.error_message.as_deref()),
         });
     }
 }
@@ -253,6 +268,7 @@ impl HttpObservation {
             context: self.context,
             parent: r.parent,
             parent_remote: false,
+            links: Vec::new(),
             start: self.start,
             end: SystemTime::now(),
             attributes,

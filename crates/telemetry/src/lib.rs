@@ -5,9 +5,11 @@
 //! [`Observation`], recorded in the `mcp.server.operation.duration` histogram (seconds,
 //! the convention's bucket boundaries [`DURATION_BUCKETS`]) with the convention's attributes
 //! (`mcp.method.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`, `gen_ai.operation.name`,
-//! `error.type`, `rpc.response.status_code`, `mcp.protocol.version`, `network.transport`,
-//! `network.protocol.name`; a tool or prompt name only when it exists, cut to
-//! [`MAX_LABEL_NAME`] bytes, and [`OTHER`] for every other name); every legacy session is
+//! `error.type` when the operation fails, `rpc.response.status_code`,
+//! `mcp.protocol.version`, `network.transport`, `network.protocol.name` and `.version`; a
+//! tool or prompt name only when it exists, cut to [`MAX_LABEL_NAME`] bytes, and [`OTHER`]
+//! for every other name and every method that is not MCP's: spans keep the names as
+//! sent); every legacy session is
 //! one [`SessionGuard`], recorded in `mcp.server.session.duration` when it ends and counted by a live-session gauge meanwhile.
 //! [`Telemetry::render`] writes all of it, with process gauges, as OpenMetrics text (what
 //! Prometheus scrapes), the dots of OpenTelemetry names turned into underscores and the unit
@@ -35,7 +37,9 @@ pub mod spans;
 
 pub use client::{ClientObservation, HttpObservation, HttpRequest, Peer, UpstreamSession};
 pub use context::SpanContext;
-pub use observe::{Observation, Operation, Outcome, SessionGuard, Target, Transport};
+pub use observe::{
+    CALLER_ERRORS, Observation, Operation, Outcome, SessionGuard, Side, Target, Transport,
+};
 pub use spans::{FinishedSpan, SpanKind, SpanSink};
 
 use metrics::Metrics;
@@ -43,10 +47,14 @@ use std::fmt;
 use std::sync::Arc;
 
 /// The version of the OpenTelemetry semantic conventions for MCP implemented here: the
-/// `docs/gen-ai/mcp.md` conventions of the semantic-conventions-genai repository, where
-/// they moved from the main semantic-conventions repository (whose later releases mark the
-/// same names "moved to the OpenTelemetry GenAI semantic conventions repository").
-pub const SEMCONV_VERSION: &str = "semantic-conventions-genai v0.1.0";
+/// `docs/gen-ai/mcp.md` and `model/mcp/*.yaml` conventions of the
+/// semantic-conventions-genai repository at commit 4172e394 (linking semantic-conventions
+/// 1.44.0), where they moved from the main semantic-conventions repository. Since the
+/// v0.1.0 text followed before: a server does not count the [`CALLER_ERRORS`] as failures,
+/// a failed span's status description is the JSON-RPC error's message, `mcp.resource.uri`
+/// is conditionally required, and a server span links the ambient (transport) context when
+/// `_meta` names its parent.
+pub const SEMCONV_VERSION: &str = "semantic-conventions-genai 4172e394";
 
 /// The explicit bucket boundaries, in seconds, the convention gives for
 /// `mcp.server.operation.duration` and `mcp.server.session.duration`.

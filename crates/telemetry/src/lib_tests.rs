@@ -59,13 +59,20 @@ fn a_json_rpc_error_names_its_code_and_a_dropped_observation_is_cancelled() {
     let mut op = tool_call("nope", Transport::Pipe);
     op.protocol_version = None;
     t.start(op.clone()).finish(Outcome::RpcError(-32602));
+    t.start(op.clone()).finish(Outcome::RpcError(-32603));
     drop(t.start(op));
     let text = t.render();
+    // The caller's error is no failure of the server's: the code, no error.type.
     let rpc = line(
         &text,
-        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\",error_type=\"-32602\",rpc_response_status_code=\"-32602\",network_transport=\"pipe\"}",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\",rpc_response_status_code=\"-32602\",network_transport=\"pipe\"}",
     );
     assert!(rpc.ends_with(" 1"), "{rpc}");
+    let internal = line(
+        &text,
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\",error_type=\"-32603\",rpc_response_status_code=\"-32603\",network_transport=\"pipe\"}",
+    );
+    assert!(internal.ends_with(" 1"), "{internal}");
     let cancelled = line(
         &text,
         "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"nope\",gen_ai_operation_name=\"execute_tool\",error_type=\"cancelled\",network_transport=\"pipe\"}",
@@ -324,5 +331,97 @@ fn an_unsampled_span_is_not_exported_and_propagates_unsampled() {
             parent: None,
         })
         .is_none()
+    );
+}
+
+macro_rules! fails {
+    ($($name:ident: $outcome:expr, $side:expr => $fails:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            assert_eq!($outcome.fails($side), $fails);
+            assert_eq!($outcome.error_type_on($side).is_some(), $fails);
+        }
+    )*};
+}
+
+fails! {
+    parse_error_is_the_callers: Outcome::RpcError(-32700), Side::Server => false;
+    invalid_request_is_the_callers: Outcome::RpcError(-32600), Side::Server => false;
+    unknown_method_is_the_callers: Outcome::RpcError(-32601), Side::Server => false;
+    invalid_params_is_the_callers: Outcome::RpcError(-32602), Side::Server => false;
+    resource_not_found_is_the_callers: Outcome::RpcError(-32002), Side::Server => false;
+    internal_error_fails_the_server: Outcome::RpcError(-32603), Side::Server => true;
+    server_range_fails_the_server: Outcome::RpcError(-32001), Side::Server => true;
+    every_code_fails_a_client: Outcome::RpcError(-32602), Side::Client => true;
+    a_tool_error_fails: Outcome::ToolError, Side::Server => true;
+    cancelled_fails: Outcome::Cancelled, Side::Server => true;
+    ok_does_not_fail: Outcome::Ok, Side::Client => false;
+}
+
+#[test]
+fn a_failed_spans_status_is_the_error_message() {
+    assert_eq!(
+        observe::status(Outcome::RpcError(-32603), Side::Server, Some("boom")),
+        Some("boom".to_owned())
+    );
+    assert_eq!(
+        observe::status(
+            Outcome::RpcError(-32601),
+            Side::Server,
+            Some("no such method")
+        ),
+        None
+    );
+    assert_eq!(
+        observe::status(Outcome::ToolError, Side::Server, None),
+        Some("tool_error".to_owned())
+    );
+}
+
+#[test]
+fn a_server_span_carries_the_request_as_sent_and_links_the_ambient_context() {
+    let (t, kept) = with_sink(true);
+    let ambient = SpanContext::child_of(None);
+    let op = Operation {
+        method: method_name("made/up"),
+        unknown_method: Some("made/up".into()),
+        request_id: Some("request-7".into()),
+        resource_uri: Some("test://x".into()),
+        transport: Transport::Tcp,
+        network_protocol_version: Some("1.1"),
+        client: Some("127.0.0.1:4242".parse().unwrap()),
+        parent: Some(SpanContext::child_of(None)),
+        link: Some(ambient.clone()),
+        ..Operation::default()
+    };
+    let mut o = t.start(op);
+    o.set_error_message("Method not found: made/up");
+    o.finish(Outcome::RpcError(-32601));
+    let spans = kept.spans.lock().unwrap();
+    let s = &spans[0];
+    assert_eq!(s.name, "made/up");
+    assert_eq!(s.links, vec![ambient]);
+    assert_eq!(s.error, None, "a caller's error is not the server's");
+    for (k, v) in [
+        ("mcp.method.name", spans::Value::from("made/up")),
+        ("jsonrpc.request.id", spans::Value::from("request-7")),
+        ("mcp.resource.uri", spans::Value::from("test://x")),
+        ("network.protocol.version", spans::Value::from("1.1")),
+        ("client.address", spans::Value::from("127.0.0.1")),
+        ("client.port", spans::Value::Int(4242)),
+        ("rpc.response.status_code", spans::Value::from("-32601")),
+    ] {
+        assert!(
+            s.attributes.contains(&(k, v.clone())),
+            "{k}: {:?}",
+            s.attributes
+        );
+    }
+    assert!(!s.attributes.iter().any(|(k, _)| *k == "error.type"));
+    drop(spans);
+    let text = t.render();
+    assert!(
+        text.contains("mcp_server_operation_duration_seconds_count{mcp_method_name=\"_OTHER\",rpc_response_status_code=\"-32601\",network_transport=\"tcp\",network_protocol_name=\"http\",network_protocol_version=\"1.1\"} 1"),
+        "{text}"
     );
 }

@@ -1,6 +1,7 @@
 //! The metric instruments and their OpenMetrics text.
 
-use crate::observe::{Operation, Outcome, Target, Transport};
+use crate::client::Peer;
+use crate::observe::{Operation, Outcome, Side, Target, Transport};
 use crate::{DURATION_BUCKETS, MAX_LABEL_NAME, OTHER, process::Process};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -24,13 +25,6 @@ pub(crate) struct Metrics {
     client_operations: Family<Labels, Histogram, fn() -> Histogram>,
     client_sessions: Family<Labels, Histogram, fn() -> Histogram>,
     pub(crate) live_sessions: Gauge,
-}
-
-/// Which side of an operation or session a duration is recorded for.
-#[derive(Clone, Copy)]
-pub(crate) enum Side {
-    Server,
-    Client,
 }
 
 impl Metrics {
@@ -86,11 +80,20 @@ impl Metrics {
     }
 
     pub(crate) fn operation(&self, op: &Operation, outcome: Outcome, seconds: f64) {
-        self.operation_of(Side::Server, op, outcome, seconds);
+        self.operation_of(Side::Server, op, None, outcome, seconds);
     }
 
-    pub(crate) fn operation_of(&self, side: Side, op: &Operation, outcome: Outcome, seconds: f64) {
-        let mut labels: Labels = Vec::with_capacity(8);
+    /// One operation's duration on `side`; `peer` is a client's `server.address` and
+    /// `server.port`.
+    pub(crate) fn operation_of(
+        &self,
+        side: Side,
+        op: &Operation,
+        peer: Option<&Peer>,
+        outcome: Outcome,
+        seconds: f64,
+    ) {
+        let mut labels: Labels = Vec::with_capacity(11);
         labels.push(("mcp_method_name", Cow::Borrowed(op.method)));
         match &op.target {
             Some(Target::Tool(name)) => {
@@ -102,13 +105,22 @@ impl Metrics {
             }
             None => {}
         }
-        if let Some(e) = outcome.error_type() {
+        if let Some(e) = outcome.error_type_on(side) {
             labels.push(("error_type", Cow::Owned(e)));
         }
         if let Outcome::RpcError(code) = outcome {
             labels.push(("rpc_response_status_code", Cow::Owned(code.to_string())));
         }
         transport_labels(&mut labels, op.protocol_version, op.transport);
+        if let Some(v) = op.network_protocol_version {
+            labels.push(("network_protocol_version", Cow::Borrowed(v)));
+        }
+        if let Some(p) = peer {
+            labels.push(("server_address", Cow::Owned(p.address.clone())));
+            if let Some(port) = p.port {
+                labels.push(("server_port", Cow::Owned(port.to_string())));
+            }
+        }
         let family = match side {
             Side::Server => &self.operations,
             Side::Client => &self.client_operations,

@@ -55,8 +55,13 @@ impl Target {
 /// What is known of a request or notification when it arrives.
 #[derive(Debug, Clone, Default)]
 pub struct Operation {
-    /// `mcp.method.name` (see [`method_name`](crate::method_name)).
+    /// The method as metric labels name it (see [`method_name`](crate::method_name)):
+    /// `_OTHER` for a method that is not MCP's, so that made-up names cannot grow
+    /// `/metrics`.
     pub method: &'static str,
+    /// The method as sent, when [`method`](Self::method) is `_OTHER`: spans carry it as
+    /// `mcp.method.name` (the conventions allow custom values there).
+    pub unknown_method: Option<Box<str>>,
     /// The tool or prompt it names.
     pub target: Option<Target>,
     /// Whether [`target`](Self::target) names a tool or prompt that exists (the server has
@@ -65,27 +70,45 @@ pub struct Operation {
     /// value `_OTHER`, so that a client's made-up names cannot grow `/metrics`. Spans keep
     /// the name as sent. `false` unless set.
     pub target_known: bool,
-    /// `jsonrpc.request.id` (`None` for a notification).
+    /// `jsonrpc.request.id`, the id's string form (`7`, `request-7`: a string id without
+    /// its JSON quotes); `None` for a notification.
     pub request_id: Option<String>,
+    /// `mcp.resource.uri`: the `uri` of a `resources/read`, `resources/subscribe` or
+    /// `resources/unsubscribe` (spans only: on metrics the attribute is opt-in).
+    pub resource_uri: Option<String>,
     /// `mcp.session.id`, for a message of a session that has one.
     pub session_id: Option<Arc<str>>,
     /// `mcp.protocol.version`, when known.
     pub protocol_version: Option<&'static str>,
     /// `network.transport`.
     pub transport: Transport,
+    /// `network.protocol.version`: the HTTP version the message came or went over
+    /// (`1.1`, `2`); `None` on stdio.
+    pub network_protocol_version: Option<&'static str>,
+    /// `client.address` and `client.port` of a SERVER span: the peer an HTTP request came
+    /// from.
+    pub client: Option<std::net::SocketAddr>,
     /// The caller's span, from the request's `traceparent`.
     pub parent: Option<SpanContext>,
+    /// The ambient trace context (an HTTP request's `traceparent` header) when the
+    /// message's `_meta` named the parent: the span links it, as the conventions ask.
+    pub link: Option<SpanContext>,
     /// A `tools/call`'s arguments as sent, when [`Telemetry::capture_bytes`] asks for them
     /// (cut to that size when the observation starts).
     pub arguments: Option<String>,
 }
 
 impl Operation {
+    /// `mcp.method.name` as spans carry it: the method as sent.
+    pub fn method_sent(&self) -> &str {
+        self.unknown_method.as_deref().unwrap_or(self.method)
+    }
+
     /// The span name the convention gives: `{mcp.method.name} {target}`, or the method alone.
     pub fn span_name(&self) -> String {
         match &self.target {
-            Some(t) => format!("{} {}", self.method, t.name()),
-            None => self.method.to_owned(),
+            Some(t) => format!("{} {}", self.method_sent(), t.name()),
+            None => self.method_sent().to_owned(),
         }
     }
 }
@@ -97,8 +120,9 @@ pub enum Outcome {
     Ok,
     /// A `tools/call` result with `isError: true`: `error.type` = `tool_error`.
     ToolError,
-    /// A JSON-RPC error with this code: `error.type` and `rpc.response.status_code` are the
-    /// code as a string.
+    /// A JSON-RPC error with this code: `rpc.response.status_code` is the code as a
+    /// string, and so is `error.type` when the code is a failure of the side that records
+    /// it (see [`Outcome::fails`]).
     RpcError(i64),
     /// No answer was sent (the client cancelled, or hung up): `error.type` = `cancelled`.
     Cancelled,
@@ -107,8 +131,42 @@ pub enum Outcome {
     Failed(&'static str),
 }
 
+/// The JSON-RPC error codes that say the caller sent a request the server could not serve
+/// (parse error, invalid request, method not found, invalid params or unknown tool,
+/// resource not found): the conventions' server side SHOULD NOT count them as errors.
+pub const CALLER_ERRORS: [i64; 5] = [-32700, -32600, -32601, -32602, -32002];
+
+/// Which side of an MCP exchange records an outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The receiver of the request (SERVER spans, `mcp.server.operation.duration`).
+    Server,
+    /// Its sender (CLIENT spans, `mcp.client.operation.duration`).
+    Client,
+}
+
 impl Outcome {
-    /// The `error.type` value, `None` on success.
+    /// Whether the operation failed, as `side` counts it: a server does not count the
+    /// [`CALLER_ERRORS`] as its failures; a client counts every JSON-RPC error.
+    pub fn fails(self, side: Side) -> bool {
+        match self {
+            Outcome::Ok => false,
+            Outcome::RpcError(code) => side == Side::Client || !CALLER_ERRORS.contains(&code),
+            _ => true,
+        }
+    }
+
+    /// The `error.type` value as `side` records it: `None` unless the operation
+    /// [`fails`](Self::fails).
+    pub fn error_type_on(self, side: Side) -> Option<String> {
+        if self.fails(side) {
+            self.error_type()
+        } else {
+            None
+        }
+    }
+
+    /// The class of error, whichever side records it (`None` on success).
     pub fn error_type(self) -> Option<String> {
         match self {
             Outcome::Ok => None,
@@ -133,6 +191,9 @@ pub struct Observation {
     began: Option<SystemTime>,
     finished: bool,
     result: Option<String>,
+    /// The JSON-RPC error's message, the span status's description (kept only when spans
+    /// are exported).
+    error_message: Option<String>,
 }
 
 impl std::fmt::Debug for Observation {
@@ -175,6 +236,7 @@ impl Observation {
             began,
             finished: false,
             result: None,
+            error_message: None,
         }
     }
 
@@ -194,6 +256,14 @@ impl Observation {
         if let Some(max) = self.telemetry.capture_bytes() {
             let text = String::from_utf8_lossy(result);
             self.result = Some(truncate(text.trim_end(), max));
+        }
+    }
+
+    /// Records the message of the JSON-RPC error the reply carries: a failed span's status
+    /// description (`JSONRPCError.message`). Nothing unless spans are exported.
+    pub fn set_error_message(&mut self, message: &str) {
+        if self.began.is_some() {
+            self.error_message = Some(message.to_owned());
         }
     }
 
@@ -225,13 +295,13 @@ impl Observation {
         tracing::info!(
             target: "toolwright::mcp",
             duration_ms = seconds * 1e3,
-            "mcp.method.name" = op.method,
+            "mcp.method.name" = op.method_sent(),
             "gen_ai.tool.name" = op.target.as_ref().map(|t| t.name()),
             "jsonrpc.request.id" = op.request_id.as_deref(),
             "mcp.session.id" = op.session_id.as_deref(),
             "mcp.protocol.version" = op.protocol_version,
             "network.transport" = op.transport.as_str(),
-            "error.type" = outcome.error_type().as_deref(),
+            "error.type" = outcome.error_type_on(Side::Server).as_deref(),
             "gen_ai.tool.call.arguments" = op.arguments.as_deref(),
             "gen_ai.tool.call.result" = self.result.as_deref(),
             "{}",
@@ -250,7 +320,11 @@ impl Observation {
             return;
         }
         let op = &self.operation;
-        let mut attributes = operation_attributes(op, outcome);
+        let mut attributes = operation_attributes(op, outcome, Side::Server);
+        if let Some(peer) = op.client {
+            attributes.push(("client.address", Value::from(peer.ip().to_string())));
+            attributes.push(("client.port", Value::Int(i64::from(peer.port()))));
+        }
         push_opt(
             &mut attributes,
             "gen_ai.tool.call.arguments",
@@ -267,19 +341,31 @@ impl Observation {
             context: self.context.clone(),
             parent: op.parent.clone(),
             parent_remote: true,
+            links: op.link.iter().cloned().collect(),
             start,
             end: SystemTime::now(),
             attributes,
-            error: outcome.error_type(),
+            error: status(outcome, Side::Server, self.error_message.as_deref()),
         });
     }
 }
 
+/// The span status of `outcome` recorded on `side`: `Some(description)` (ERROR) when it
+/// fails, described by the JSON-RPC error's `message` when there is one, else by its
+/// `error.type`.
+pub(crate) fn status(outcome: Outcome, side: Side, message: Option<&str>) -> Option<String> {
+    let kind = outcome.error_type_on(side)?;
+    Some(match (outcome, message) {
+        (Outcome::RpcError(_), Some(m)) => m.to_owned(),
+        _ => kind,
+    })
+}
+
 /// The conventions' attributes of an MCP operation (both sides: the server's span, and the
 /// gateway's client span of the same call upstream).
-pub(crate) fn operation_attributes(op: &Operation, outcome: Outcome) -> Attributes {
-    let mut a: Attributes = Vec::with_capacity(12);
-    a.push(("mcp.method.name", Value::from(op.method)));
+pub(crate) fn operation_attributes(op: &Operation, outcome: Outcome, side: Side) -> Attributes {
+    let mut a: Attributes = Vec::with_capacity(14);
+    a.push(("mcp.method.name", Value::from(op.method_sent())));
     match &op.target {
         Some(Target::Tool(name)) => {
             a.push(("gen_ai.tool.name", Value::from(name.as_str())));
@@ -289,6 +375,7 @@ pub(crate) fn operation_attributes(op: &Operation, outcome: Outcome) -> Attribut
         None => {}
     }
     push_opt(&mut a, "jsonrpc.request.id", op.request_id.as_deref());
+    push_opt(&mut a, "mcp.resource.uri", op.resource_uri.as_deref());
     push_opt(&mut a, "mcp.session.id", op.session_id.as_deref());
     push_opt(&mut a, "mcp.protocol.version", op.protocol_version);
     a.push(("network.transport", Value::from(op.transport.as_str())));
@@ -297,7 +384,12 @@ pub(crate) fn operation_attributes(op: &Operation, outcome: Outcome) -> Attribut
         "network.protocol.name",
         op.transport.protocol_name(),
     );
-    if let Some(e) = outcome.error_type() {
+    push_opt(
+        &mut a,
+        "network.protocol.version",
+        op.network_protocol_version,
+    );
+    if let Some(e) = outcome.error_type_on(side) {
         a.push(("error.type", Value::from(e)));
     }
     if let Outcome::RpcError(code) = outcome {

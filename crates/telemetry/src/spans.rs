@@ -56,6 +56,9 @@ pub struct FinishedSpan {
     pub parent: Option<SpanContext>,
     /// Whether the parent is in another process (read from `traceparent`).
     pub parent_remote: bool,
+    /// The spans it links (remote: the ambient trace context of the transport, when the
+    /// message named another parent).
+    pub links: Vec<SpanContext>,
     /// When it began.
     pub start: SystemTime,
     /// When it ended.

@@ -35,7 +35,7 @@ fn made_up_tool_names_do_not_grow_metrics() {
     assert!(!text.contains("made_up_"), "an unknown name is a label");
     assert!(!text.contains("yyyyyyyy"), "an unknown name is a label");
     let other = format!(
-        "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"_OTHER\",gen_ai_operation_name=\"execute_tool\",error_type=\"-32602\",rpc_response_status_code=\"-32602\",mcp_protocol_version=\"{LEGACY}\",network_transport=\"tcp\",network_protocol_name=\"http\"}} 201"
+        "mcp_server_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"_OTHER\",gen_ai_operation_name=\"execute_tool\",rpc_response_status_code=\"-32602\",mcp_protocol_version=\"{LEGACY}\",network_transport=\"tcp\",network_protocol_name=\"http\",network_protocol_version=\"1.1\"}} 201"
     );
     assert!(text.lines().any(|l| l == other), "{other} missing:\n{text}");
     // 201 calls added one series (and the handshake's own), not 201.

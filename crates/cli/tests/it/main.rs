@@ -40,6 +40,7 @@ mod metrics;
 mod mrtr;
 mod oauth_grants;
 mod otlp;
+mod otlp_conventions;
 mod peer;
 mod readme_example;
 mod screenshot;

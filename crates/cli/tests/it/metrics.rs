@@ -65,7 +65,9 @@ fn metrics_follow_the_mcp_conventions() {
 
     let text = metrics(&s);
     let tcp = "network_transport=\"tcp\",network_protocol_name=\"http\"";
-    let legacy = format!("mcp_protocol_version=\"{LEGACY}\",{tcp}");
+    // Operations name the HTTP version too (sessions do not: not theirs in the conventions).
+    let http = format!("{tcp},network_protocol_version=\"1.1\"");
+    let legacy = format!("mcp_protocol_version=\"{LEGACY}\",{http}");
     let count = |labels: String| {
         sample(
             &text,
@@ -78,11 +80,12 @@ fn metrics_follow_the_mcp_conventions() {
         Some(1.0),
         "{text}"
     );
-    // A name no tool has is no label of its own: every such name is `_OTHER`.
+    // A name no tool has is no label of its own: every such name is `_OTHER`. An unknown
+    // tool is the caller's error, not the server's: its code, and no error_type.
     let nope = "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"_OTHER\",gen_ai_operation_name=\"execute_tool\"";
-    let rpc = "error_type=\"-32602\",rpc_response_status_code=\"-32602\"";
+    let rpc = "rpc_response_status_code=\"-32602\"";
     assert_eq!(count(format!("{nope},{rpc},{legacy}")), Some(1.0), "{text}");
-    let modern = format!("{CALL},mcp_protocol_version=\"2026-07-28\",{tcp}");
+    let modern = format!("{CALL},mcp_protocol_version=\"2026-07-28\",{http}");
     assert_eq!(count(modern), Some(1.0), "{text}");
     // The handshake is made of operations too, at the version it settled.
     let initialize = format!("mcp_method_name=\"initialize\",{legacy}");

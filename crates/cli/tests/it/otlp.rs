@@ -185,13 +185,11 @@ fn a_served_call_is_a_server_span_with_the_callers_parent() {
     assert!(attr(&call, "jsonrpc.request.id").is_string(), "{call}");
     assert_eq!(call["status"]["code"], "STATUS_CODE_UNSET");
 
+    // An unknown tool is the caller's error (-32602), not a failure of the server's.
     let refused = rx.named("served", "SPAN_KIND_SERVER", "tools/call nope");
-    assert_eq!(refused["status"]["code"], "STATUS_CODE_ERROR");
-    assert!(attr(&refused, "error.type").is_string(), "{refused}");
-    assert_eq!(
-        attr(&refused, "rpc.response.status_code"),
-        attr(&refused, "error.type")
-    );
+    assert_eq!(refused["status"]["code"], "STATUS_CODE_UNSET");
+    assert_eq!(attr(&refused, "error.type"), &Value::Null, "{refused}");
+    assert_eq!(attr(&refused, "rpc.response.status_code"), "-32602");
     assert_ne!(
         refused["trace_id"], TRACE,
         "a call without a parent starts a trace"
