@@ -8,7 +8,7 @@
 //! - [`model`]: the file's shape, as serde reads it.
 //! - [`template`]: placeholders (`{arg}`, `{arg:dash}`, `{arg:path}`, `{arg...}`, `${VAR}`).
 //! - [`input`]: what actions need of `inputSchema`.
-//! - [`paths`]: `{name:path}` arguments resolved beneath the roots.
+//! - [`paths`]: `{name:path}` arguments opened beneath the roots, handed over as descriptors.
 //! - [`rules`]: what the loader and `toolwright lint` both read of a spec without compiling
 //!   its action (templates by position, shells, shared refusals).
 //! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.

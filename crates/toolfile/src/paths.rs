@@ -1,25 +1,80 @@
-//! `{name:path}`: a path argument resolved beneath the server's roots before a program sees
-//! it.
+//! `{name:path}`: a path argument opened beneath the server's roots, handed to the program as
+//! a descriptor it inherits.
 //!
 //! The path (relative to the first root, or absolute inside one of them) is opened with
 //! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` from the open root, so `..` and
-//! symbolic links may move around inside the root but never out of it; the program is given
-//! the absolute path the kernel reached (read back from the open descriptor), which holds no
-//! link and no `..`. A path that does not exist yet is allowed when its parent directory
-//! resolves beneath the root (an output file). What is checked is the path at the time of
-//! the call: a program that opens it later sees whatever is there then.
+//! symbolic links may move around inside the root but never out of it. The descriptor
+//! (`O_PATH | O_CLOEXEC`) is kept in [`Paths`], and the program is given `/dev/fd/N`: the
+//! caller maps each kept descriptor to its number `N` in the child only (from
+//! [`FIRST_CHILD_FD`] on, in order). What the program opens is then the very file or
+//! directory that was checked: a link swapped in after the check cannot redirect it.
+//!
+//! A path that does not exist yet is allowed when its parent directory opens beneath the
+//! root (an output file): that directory is kept and the program is given `/dev/fd/N/NAME`,
+//! which the kernel resolves to the directory checked and then the plain name in it, so that
+//! case cannot be redirected either.
 
 use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
 use rustix::io::Errno;
-use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-/// Resolves `value` beneath `roots`; the text is the absolute path reached.
-///
-/// # Errors
-///
-/// What is wrong, for the call's error text.
-pub fn resolve(value: &str, roots: &[PathBuf]) -> Result<String, String> {
+/// The descriptor number, in the program, of the first path a call opens; the next one
+/// gets the next number.
+pub const FIRST_CHILD_FD: i32 = 3;
+
+/// At most this many `{name:path}` values in one call (each holds a descriptor until the
+/// program starts).
+pub const MAX_PATHS: usize = 256;
+
+/// The roots a call's paths are opened beneath, and the descriptors opened so far.
+#[derive(Debug)]
+pub struct Paths<'r> {
+    roots: &'r [PathBuf],
+    held: Vec<OwnedFd>,
+}
+
+impl<'r> Paths<'r> {
+    /// Paths beneath `roots` (canonical directories; with none, every path is refused).
+    pub fn new(roots: &'r [PathBuf]) -> Paths<'r> {
+        Paths {
+            roots,
+            held: Vec::new(),
+        }
+    }
+
+    /// Whether no path has been opened (the program needs no descriptor).
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// The descriptors opened, each with its number in the program.
+    pub fn into_held(self) -> impl Iterator<Item = (i32, OwnedFd)> {
+        (FIRST_CHILD_FD..).zip(self.held)
+    }
+
+    /// Opens `value` beneath the roots and keeps it: the text is the name the program uses,
+    /// `/dev/fd/N` (or `/dev/fd/N/NAME` for a file that does not exist yet).
+    ///
+    /// # Errors
+    ///
+    /// What is wrong, for the call's error text.
+    pub fn open(&mut self, value: &str) -> Result<String, String> {
+        if self.held.len() >= MAX_PATHS {
+            return Err(format!("more than {MAX_PATHS} paths in one call"));
+        }
+        let (fd, name) = open_beneath(value, self.roots)?;
+        let n = FIRST_CHILD_FD + i32::try_from(self.held.len()).unwrap_or(i32::MAX - 3);
+        self.held.push(fd);
+        Ok(match name {
+            Some(name) => format!("/dev/fd/{n}/{name}"),
+            None => format!("/dev/fd/{n}"),
+        })
+    }
+}
+
+/// Opens `value` beneath `roots`: the path itself, or its parent and the name to create.
+fn open_beneath(value: &str, roots: &[PathBuf]) -> Result<(OwnedFd, Option<String>), String> {
     let Some(first) = roots.first() else {
         return Err("the server has no roots to resolve a path in".into());
     };
@@ -43,13 +98,8 @@ pub fn resolve(value: &str, roots: &[PathBuf]) -> Result<String, String> {
     .map_err(|e| format!("cannot open the root {}: {e}", root.display()))?;
     let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
     let flags = OFlags::PATH | OFlags::CLOEXEC;
-    let rel_or_dot = if rel.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        &rel
-    };
-    let fd = match openat2(&dir, rel_or_dot, flags, Mode::empty(), how) {
-        Ok(fd) => fd,
+    match openat2(&dir, or_dot(&rel), flags, Mode::empty(), how) {
+        Ok(fd) => Ok((fd, None)),
         Err(Errno::NOENT) => {
             // Not there yet: its parent must be, beneath the root, and the name plain.
             let (Some(parent), Some(Component::Normal(name))) =
@@ -57,28 +107,30 @@ pub fn resolve(value: &str, roots: &[PathBuf]) -> Result<String, String> {
             else {
                 return Err(format!("{value:?} does not exist"));
             };
-            let parent = if parent.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                parent
-            };
-            let pfd = openat2(&dir, parent, flags | OFlags::DIRECTORY, Mode::empty(), how)
-                .map_err(|e| explain(value, e))?;
-            let base = std::fs::read_link(format!("/proc/self/fd/{}", pfd.as_raw_fd()))
-                .map_err(|e| format!("{value:?}: {e}"))?;
-            return text(base.join(name), value);
+            let name = name
+                .to_str()
+                .ok_or_else(|| format!("{value:?} is not UTF-8"))?;
+            let fd = openat2(
+                &dir,
+                or_dot(parent),
+                flags | OFlags::DIRECTORY,
+                Mode::empty(),
+                how,
+            )
+            .map_err(|e| explain(value, e))?;
+            Ok((fd, Some(name.to_owned())))
         }
-        Err(e) => return Err(explain(value, e)),
-    };
-    let reached = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-        .map_err(|e| format!("{value:?}: {e}"))?;
-    text(reached, value)
+        Err(e) => Err(explain(value, e)),
+    }
 }
 
-fn text(p: PathBuf, value: &str) -> Result<String, String> {
-    p.into_os_string()
-        .into_string()
-        .map_err(|_| format!("{value:?} resolves to a path that is not UTF-8"))
+/// `.` for an empty relative path (the root itself).
+fn or_dot(p: &Path) -> &Path {
+    if p.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        p
+    }
 }
 
 fn explain(value: &str, e: Errno) -> String {
@@ -97,9 +149,17 @@ fn explain(value: &str, e: Errno) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// What the kernel reached for `value`: the descriptor's path, plus the name to create.
+    fn reached(value: &str, roots: &[PathBuf]) -> Result<PathBuf, String> {
+        let (fd, name) = open_beneath(value, roots)?;
+        let at = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+        Ok(name.map_or_else(|| at.clone(), |n| at.join(n)))
+    }
 
     #[test]
-    fn resolves_beneath_and_refuses_escapes() {
+    fn opens_beneath_and_refuses_escapes() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir(root.join("sub")).unwrap();
@@ -108,17 +168,15 @@ mod tests {
         std::os::unix::fs::symlink("sub", root.join("in")).unwrap();
         std::os::unix::fs::symlink("../../../../../../etc/passwd", root.join("up")).unwrap();
         let roots = vec![root.clone()];
-        let ok = |v: &str| resolve(v, &roots).unwrap();
-        let bad = |v: &str| resolve(v, &roots).unwrap_err();
-        let a = root.join("sub/a.txt").to_str().unwrap().to_owned();
+        let ok = |v: &str| reached(v, &roots).unwrap();
+        let bad = |v: &str| reached(v, &roots).unwrap_err();
+        let a = root.join("sub/a.txt");
         assert_eq!(ok("sub/a.txt"), a);
         assert_eq!(ok("in/a.txt"), a);
         assert_eq!(ok("sub/../sub/a.txt"), a);
-        assert_eq!(ok(&a), a);
-        assert_eq!(
-            ok("sub/new.txt"),
-            root.join("sub/new.txt").to_str().unwrap()
-        );
+        assert_eq!(ok(a.to_str().unwrap()), a);
+        assert_eq!(ok("sub/new.txt"), root.join("sub/new.txt"));
+        assert_eq!(ok("."), root);
         assert!(
             bad("../etc/passwd").contains("outside"),
             "{}",
@@ -129,5 +187,28 @@ mod tests {
         assert!(bad("/etc/passwd").contains("outside"));
         assert!(bad("nope/new.txt").contains("does not exist"));
         assert!(bad("").contains("empty"));
+    }
+
+    #[test]
+    fn names_descriptors_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a"), "x").unwrap();
+        let roots = vec![root.clone()];
+        let mut paths = Paths::new(&roots);
+        assert!(paths.is_empty());
+        assert_eq!(paths.open("a").unwrap(), "/dev/fd/3");
+        assert_eq!(paths.open("new.txt").unwrap(), "/dev/fd/4/new.txt");
+        assert!(paths.open("../x").is_err());
+        assert_eq!(paths.open(root.to_str().unwrap()).unwrap(), "/dev/fd/5");
+        let held: Vec<(i32, PathBuf)> = paths
+            .into_held()
+            .map(|(n, fd)| {
+                let at = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+                (n, at.unwrap())
+            })
+            .collect();
+        assert_eq!(held, [(3, root.join("a")), (4, root.clone()), (5, root)]);
+        assert!(Paths::new(&[]).open("a").unwrap_err().contains("no roots"));
     }
 }

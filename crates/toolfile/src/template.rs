@@ -2,14 +2,16 @@
 //! with placeholders for the call's arguments and the server's environment.
 //!
 //! Syntax: `{name}` is the value of argument `name`; `{name:dash}` the same in a position
-//! that accepts a value starting with `-`; `{name:path}` a file path resolved beneath the
-//! server's roots and passed as the absolute path it resolved to; `{name...}` (a whole argv element only) one
-//! element per item of an array; `${VAR}` the server's environment variable `VAR`; `{{` and
-//! `}}` are literal braces. A template is parsed once, when the file is loaded; a call only
+//! that accepts a value starting with `-`; `{name:path}` a file path opened beneath the
+//! server's roots and passed as the descriptor it opened, `/dev/fd/N` (see [`crate::paths`]);
+//! `{name...}` (a whole argv element only) one element per item of an array; `${VAR}` the
+//! server's environment variable `VAR`; `{{` and `}}` are literal braces. A template is
+//! parsed once, when the file is loaded; a call only
 //! fills it in, and each argument's value stays one piece of data wherever it lands: the
 //! caller of [`Template::render`] decides how a value is encoded for its position.
 
 use crate::error::TemplateError;
+use crate::paths::Paths;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -40,14 +42,14 @@ pub struct ArgRef {
     pub dash: bool,
     /// `{name...}`: one argv element per array item.
     pub spread: bool,
-    /// `{name:path}`: a path resolved beneath the server's roots.
+    /// `{name:path}`: a path opened beneath the server's roots, passed as `/dev/fd/N`.
     pub path: bool,
 }
 
 impl ArgRef {
-    /// The text of one value for this placeholder: a scalar's text, resolved beneath
-    /// `roots` for `:path`, refused when it starts with `-` at the start of an argument
-    /// (`starts_argument`) unless `:dash`, or when it holds a NUL.
+    /// The text of one value for this placeholder: a scalar's text (for `:path`, opened in
+    /// `paths` and named `/dev/fd/N`), refused when it starts with `-` at the start of an
+    /// argument (`starts_argument`) unless `:dash`, or when it holds a NUL.
     ///
     /// # Errors
     ///
@@ -56,16 +58,20 @@ impl ArgRef {
         &self,
         value: &'v Value,
         starts_argument: bool,
-        roots: &[std::path::PathBuf],
+        paths: &mut Paths<'_>,
     ) -> Result<Cow<'v, str>, RenderError> {
         let mut text = scalar_text(&self.name, value)?;
         if self.path {
-            let resolved =
-                crate::paths::resolve(&text, roots).map_err(|reason| RenderError::Refused {
+            if text.contains('\0') {
+                return Err(RenderError::Nul {
                     name: self.name.clone(),
-                    reason,
-                })?;
-            text = Cow::Owned(resolved);
+                });
+            }
+            let opened = paths.open(&text).map_err(|reason| RenderError::Refused {
+                name: self.name.clone(),
+                reason,
+            })?;
+            text = Cow::Owned(opened);
         }
         if starts_argument && text.starts_with('-') && !self.dash {
             return Err(RenderError::LeadingDash {
@@ -306,11 +312,11 @@ impl Template {
         env: &dyn Fn(&str) -> Option<String>,
         encode: &dyn Fn(&str) -> Result<Cow<'_, str>, String>,
     ) -> Result<Option<String>, RenderError> {
-        self.render_in(args, env, encode, &[])
+        self.render_in(args, env, encode, &mut Paths::new(&[]))
     }
 
-    /// [`Template::render`] where `{name:path}` placeholders are resolved beneath `roots`
-    /// (with no roots, such a placeholder is refused).
+    /// [`Template::render`] where `{name:path}` placeholders are opened in `paths` (beneath
+    /// its roots; with none, such a placeholder is refused).
     ///
     /// # Errors
     ///
@@ -320,7 +326,7 @@ impl Template {
         args: &Map<String, Value>,
         env: &dyn Fn(&str) -> Option<String>,
         encode: &dyn Fn(&str) -> Result<Cow<'_, str>, String>,
-        roots: &[std::path::PathBuf],
+        paths: &mut Paths<'_>,
     ) -> Result<Option<String>, RenderError> {
         let mut out = String::new();
         for part in &self.parts {
@@ -334,7 +340,7 @@ impl Template {
                     let Some(value) = args.get(&a.name).filter(|v| !v.is_null()) else {
                         return Ok(None);
                     };
-                    let text = a.value_text(value, out.is_empty(), roots)?;
+                    let text = a.value_text(value, out.is_empty(), paths)?;
                     let encoded = encode(&text).map_err(|reason| RenderError::Refused {
                         name: a.name.clone(),
                         reason,

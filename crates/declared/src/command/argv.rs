@@ -5,6 +5,7 @@ use super::parse;
 use crate::error::{Problem, RunError, Seg};
 use crate::input::InputInfo;
 use crate::model::ArgvElement;
+use crate::paths::Paths;
 use crate::template::{RenderError, Template, present};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -186,11 +187,11 @@ pub(super) fn server_env(var: &str) -> Option<String> {
 }
 
 /// The argv after the program for a call with `args`.
-/// `{name:path}` values are resolved beneath `roots`.
+/// `{name:path}` values are opened in `paths`.
 pub(super) fn build(
     elems: &[Elem],
     args: &Map<String, Value>,
-    roots: &[std::path::PathBuf],
+    paths: &mut Paths<'_>,
 ) -> Result<Vec<String>, RunError> {
     let mut out = Vec::new();
     for e in elems {
@@ -203,7 +204,7 @@ pub(super) fn build(
         };
         if keep {
             for t in e.templates() {
-                push(t, args, roots, &mut out)?;
+                push(t, args, paths, &mut out)?;
             }
         }
     }
@@ -214,7 +215,7 @@ pub(super) fn build(
 fn push(
     t: &Template,
     args: &Map<String, Value>,
-    roots: &[std::path::PathBuf],
+    paths: &mut Paths<'_>,
     out: &mut Vec<String>,
 ) -> Result<(), RunError> {
     let missing = || {
@@ -227,7 +228,7 @@ fn push(
     };
     let Some(a) = t.spread() else {
         let s = t
-            .render_in(args, &server_env, &verbatim, roots)?
+            .render_in(args, &server_env, &verbatim, paths)?
             .ok_or_else(missing)?;
         out.push(s);
         return Ok(());
@@ -254,7 +255,7 @@ fn push(
             }
             .into());
         }
-        let text = a.value_text(item, true, roots)?;
+        let text = a.value_text(item, true, paths)?;
         out.push(text.into_owned());
     }
     Ok(())
@@ -319,7 +320,7 @@ mod tests {
     /// text, which must start as `want`.
     fn builds(argv: Value, args: Value, want: &str) {
         let (_, elems) = compiled(&argv).unwrap();
-        let got = match build(&elems, args.as_object().unwrap(), &[]) {
+        let got = match build(&elems, args.as_object().unwrap(), &mut Paths::new(&[])) {
             Ok(v) => v.join("|"),
             Err(e) => format!("error: {e}"),
         };

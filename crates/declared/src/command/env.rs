@@ -5,6 +5,7 @@ use super::argv::{server_env, verbatim};
 use super::data_template;
 use crate::error::{Problem, RunError, Seg};
 use crate::input::InputInfo;
+use crate::paths::Paths;
 use crate::template::Template;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -94,10 +95,12 @@ impl EnvPlan {
         }
     }
 
-    /// The child's whole environment for a call with `args`.
+    /// The child's whole environment for a call with `args` (`{name:path}` values opened in
+    /// `paths`, so a variable names the program's `/dev/fd/N` too).
     pub(super) fn build(
         &self,
         args: &Map<String, Value>,
+        paths: &mut Paths<'_>,
     ) -> Result<BTreeMap<OsString, OsString>, RunError> {
         let mut out = BTreeMap::new();
         for name in ALLOWED
@@ -112,7 +115,7 @@ impl EnvPlan {
         out.entry(OsString::from("PATH"))
             .or_insert_with(|| OsString::from(DEFAULT_PATH));
         for (name, t) in &self.set {
-            if let Some(v) = t.render(args, &server_env, &verbatim)? {
+            if let Some(v) = t.render_in(args, &server_env, &verbatim, paths)? {
                 out.insert(OsString::from(name), OsString::from(v));
             }
         }

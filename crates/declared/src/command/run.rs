@@ -6,7 +6,9 @@
 use super::tree::{self, Tree};
 use super::{CommandAction, argv, cwd};
 use crate::error::{RunError, Stream};
+use crate::paths::Paths;
 use crate::{Output, RunContext};
+use command_fds::{CommandFdExt, FdMapping};
 use rustix::process::Pid;
 use serde_json::{Map, Value};
 use std::os::unix::process::ExitStatusExt;
@@ -25,12 +27,14 @@ pub(super) async fn run(
     args: &Map<String, Value>,
     ctx: &RunContext<'_>,
 ) -> Result<Output, RunError> {
-    // Everything that can be refused is refused before anything starts.
-    let argv = argv::build(&action.argv, args, ctx.roots)?;
-    let env = action.env.build(args)?;
+    // Everything that can be refused is refused before anything starts. `{name:path}`
+    // values are opened now, and the program gets the descriptors, never a name to re-open.
+    let mut paths = Paths::new(ctx.roots);
+    let argv = argv::build(&action.argv, args, &mut paths)?;
+    let env = action.env.build(args, &mut paths)?;
     let stdin = match &action.stdin {
         Some(t) => Some(
-            t.render_in(args, &argv::server_env, &argv::verbatim, ctx.roots)?
+            t.render_in(args, &argv::server_env, &argv::verbatim, &mut paths)?
                 .unwrap_or_default()
                 .into_bytes(),
         ),
@@ -69,13 +73,29 @@ pub(super) async fn run(
     .stderr(Stdio::piped())
     .process_group(0)
     .kill_on_drop(true);
+    if !paths.is_empty() {
+        // Mapped between fork and exec (so this call forks; one without paths keeps
+        // `posix_spawn`). The server's copies stay close-on-exec: other calls' children
+        // never see them.
+        let mappings = paths
+            .into_held()
+            .map(|(child_fd, parent_fd)| FdMapping {
+                parent_fd,
+                child_fd,
+            })
+            .collect();
+        cmd.fd_mappings(mappings)
+            .map_err(|e| RunError::Io(std::io::Error::other(e)))?;
+    }
     tree::become_subreaper();
     let start = Tree::now();
     let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
         program: action.program.clone(),
         source,
     })?;
+    // The working directory and the path descriptors are the child's now.
     drop(dir);
+    drop(cmd);
     // Declared after `child`, so dropped before it: the tree is ended while the leader is
     // still unreaped (its descendants are found through it), then `kill_on_drop` kills it.
     let mut tree = Tree::new(

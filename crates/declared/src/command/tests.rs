@@ -490,3 +490,76 @@ fn names_what_it_uses() {
     let used: Vec<String> = action.args_used().into_iter().collect();
     assert_eq!(used, ["a", "b", "c", "d", "e", "f", "g"]);
 }
+
+#[tokio::test]
+async fn paths_reach_the_program_as_descriptors_opened_beneath_the_root() {
+    let s = sandbox();
+    std::fs::write(s.root.join("in.txt"), "inside\n").unwrap();
+    let input = schema(&["f"], &["out"]);
+    // argv, env and stdin each name a descriptor of the file checked, numbered from 3; the
+    // program has no other descriptor than those and its stdio.
+    let script = r#"echo "$1"; cat "$1"; echo "$F"; read p; echo "$p"; ls /proc/$$/fd"#;
+    let cmd = json!({"argv": ["sh", "-c", script, "sh", "{f:path}"],
+        "env": {"F": "{f:path}"}, "stdin": "{f:path}\n"});
+    let out = call(&s, cmd, input.clone(), json!({"f": "in.txt"}), LONG)
+        .await
+        .unwrap();
+    let (said, fds) = text(&out).rsplit_once("/dev/fd/5\n").unwrap();
+    assert_eq!(said, "/dev/fd/3\ninside\n/dev/fd/4\n");
+    assert_eq!(numbers(fds), inherited([0, 1, 2, 3, 4, 5]));
+    // A file to create: its directory's descriptor and the name.
+    let cmd = json!({"argv": ["sh", "-c", r#"echo "$1"; echo made > "$1""#, "sh", "{f:path}"]});
+    let out = call(&s, cmd, input.clone(), json!({"f": "new.txt"}), LONG)
+        .await
+        .unwrap();
+    assert_eq!(text(&out), "/dev/fd/3/new.txt\n");
+    assert_eq!(
+        std::fs::read_to_string(s.root.join("new.txt")).unwrap(),
+        "made\n"
+    );
+    // A call without paths gets none (and is started without a descriptor mapping).
+    let cmd = json!({"argv": ["sh", "-c", "ls /proc/$$/fd"]});
+    let out = call(&s, cmd, input.clone(), json!({"f": "x"}), LONG)
+        .await
+        .unwrap();
+    assert_eq!(numbers(text(&out)), inherited([0, 1, 2]));
+    // Leaving the root is refused before anything starts.
+    let cmd = json!({"argv": ["cat", "{f:path}"]});
+    for escape in ["../x", "/etc/passwd"] {
+        let err = call(&s, cmd.clone(), input.clone(), json!({"f": escape}), LONG)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("outside"), "{escape}: {err}");
+    }
+}
+
+/// The descriptor numbers listed in `text`.
+fn numbers(text: &str) -> std::collections::BTreeSet<i32> {
+    text.split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+/// `fds` and the descriptors this test process would pass to any child (those without
+/// close-on-exec, inherited from whatever started the tests).
+fn inherited<const N: usize>(fds: [i32; N]) -> std::collections::BTreeSet<i32> {
+    let mut out: std::collections::BTreeSet<i32> = fds.into();
+    for entry in std::fs::read_dir("/proc/self/fdinfo").unwrap() {
+        let name = entry.unwrap().file_name();
+        let Some(n) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(info) = std::fs::read_to_string(format!("/proc/self/fdinfo/{n}")) else {
+            continue;
+        };
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+            .unwrap_or(0);
+        if n > 2 && flags & 0o2_000_000 == 0 {
+            out.insert(n);
+        }
+    }
+    out
+}
