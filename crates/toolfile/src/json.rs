@@ -39,13 +39,26 @@ pub fn to_value(text: &str) -> Result<Value, JsonError> {
             message: format!("the key `{key}` appears twice"),
         },
         None => JsonError {
-            location: (e.line() > 0).then(|| Location {
-                line: e.line(),
-                column: e.column(),
-            }),
+            location: error_place(text, e.line(), e.column()),
             message: e.to_string(),
         },
     })
+}
+
+/// Where serde_json's `line` and `column` of a syntax error are, in characters: its column
+/// counts bytes (a line with `é` in it would be placed past its end) and is 0 when the
+/// error is the newline that ended the line before (a control character in a string).
+fn error_place(text: &str, line: usize, column: usize) -> Option<Location> {
+    let line_start = match line {
+        0 => return None,
+        1 => 0,
+        n => text.match_indices('\n').nth(n - 2)?.0 + 1,
+    };
+    let offset = match column.checked_sub(1) {
+        Some(c) => line_start + c,
+        None => line_start.saturating_sub(1),
+    };
+    Some(locate::location_of(text, offset))
 }
 
 /// Where the key string that ends at serde_json's `line` and `column` (1-based; the column
@@ -180,5 +193,20 @@ mod tests {
         assert!(e.message.starts_with("expected value"), "{}", e.message);
         assert!(to_value("[1] 2").is_err());
         assert!(to_value(&"[".repeat(200)).is_err());
+    }
+
+    #[test]
+    fn syntax_errors_are_placed_in_characters_on_a_line_of_the_text() {
+        table! {
+            |text: &str, line: usize, column: usize| {
+                let e = to_value(text).unwrap_err();
+                assert_eq!(e.location, Some(Location { line, column }), "{text:?}: {}", e.message);
+            };
+            // A newline inside a string: serde_json says column 0 of the next line.
+            ("{\"a\": \"x\ny\"}", 1, 9);
+            // Its columns count bytes; `é` is one character.
+            ("{\"é\": }", 1, 7);
+            ("", 1, 1);
+        }
     }
 }

@@ -42,6 +42,16 @@ impl Node {
         }
     }
 
+    /// Its places, read as yaml-rust2 counts lines and columns, as the crate counts them.
+    fn replace(&mut self, places: &YamlPlaces<'_>) {
+        self.at = places.place(self.at.line, self.at.column);
+        match &mut self.kids {
+            Kids::Leaf => {}
+            Kids::Seq(items) => items.iter_mut().for_each(|n| n.replace(places)),
+            Kids::Map(members) => members.iter_mut().for_each(|(_, n)| n.replace(places)),
+        }
+    }
+
     fn child(&self, seg: &Seg) -> Option<&Node> {
         match (seg, &self.kids) {
             (Seg::Index(i), Kids::Seq(items)) => items.get(*i),
@@ -73,6 +83,7 @@ impl Index {
                     let mut root = Node::new(yaml_location(mark));
                     // A text that stops parsing keeps the places read before it stopped.
                     let _ = yaml_fill(&mut parser, ev, &mut root);
+                    root.replace(&YamlPlaces::of(text));
                     return Index { root: Some(root) };
                 }
             }
@@ -232,6 +243,48 @@ impl<'t> Lines<'t> {
             line,
             column: self.text[start..offset].chars().count() + 1,
         }
+    }
+}
+
+/// yaml-rust2's lines and columns, turned into the crate's (lines end at `\n`, columns
+/// count characters): its lines also end at a lone `\r`, the end of a text without a final
+/// newline is on a line past the last, and in plain scalars a column counts bytes, so its
+/// place could be one the text does not have.
+pub(crate) struct YamlPlaces<'t> {
+    /// Where each of its lines starts.
+    starts: Vec<usize>,
+    lines: Lines<'t>,
+}
+
+impl<'t> YamlPlaces<'t> {
+    pub(crate) fn of(text: &'t str) -> YamlPlaces<'t> {
+        let bytes = text.as_bytes();
+        let mut starts = vec![0];
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
+                starts.push(i + 1);
+            }
+        }
+        YamlPlaces {
+            starts,
+            lines: Lines::of(text),
+        }
+    }
+
+    /// Where yaml-rust2's 1-based `line` and `column` are.
+    pub(crate) fn place(&self, line: usize, column: usize) -> Location {
+        let text = self.lines.text;
+        let offset = match self.starts.get(line.max(1) - 1) {
+            None => text.len(),
+            Some(&start) => text[start..]
+                .char_indices()
+                .take_while(|&(_, c)| c != '\r' && c != '\n')
+                .map(|(at, c)| start + at + c.len_utf8())
+                .take(column.saturating_sub(1))
+                .last()
+                .unwrap_or(start),
+        };
+        self.lines.location(offset)
     }
 }
 

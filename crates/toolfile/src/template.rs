@@ -159,7 +159,9 @@ impl Template {
                     i += 2;
                 }
                 b'}' => return Err(err(i, "a '}' with no '{' (write '}}' for a literal brace)")),
-                b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                // `${{` is a `$` and a literal brace, not a variable: `{{` is a brace
+                // wherever it is written.
+                b'$' if bytes.get(i + 1) == Some(&b'{') && bytes.get(i + 2) != Some(&b'{') => {
                     let close = text[i + 2..]
                         .find('}')
                         .ok_or_else(|| err(i, "'${' is not closed"))?

@@ -71,6 +71,18 @@ struct Frame {
 /// is infinite or not a number, a sequence or mapping as a key, a key twice), past the
 /// limits, or a second document.
 pub fn to_json(text: &str) -> Result<Value, YamlError> {
+    read(text).map_err(|e| placed(text, e))
+}
+
+/// `e` placed as the rest of the crate places things ([`crate::locate::YamlPlaces`]).
+fn placed(text: &str, mut e: YamlError) -> YamlError {
+    let at = crate::locate::YamlPlaces::of(text).place(e.line, e.column);
+    e.line = at.line;
+    e.column = at.column;
+    e
+}
+
+fn read(text: &str) -> Result<Value, YamlError> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: std::collections::HashMap<usize, (Value, usize)> = Default::default();

@@ -97,3 +97,17 @@ fn nesting_and_expansion_are_bounded() {
     }
     assert!(err(&laughs).message.contains("more than 1000000 values"));
 }
+
+#[test]
+fn syntax_errors_are_placed_on_a_line_of_the_text() {
+    let at = |text: &str| {
+        let e = err(text);
+        (e.line, e.column)
+    };
+    // The end of a text with no final newline: past its last character, not on a line after.
+    assert_eq!(at("tools: [a"), (1, 10));
+    // A lone `\r` ends no line here (yaml-rust2 ends one there).
+    assert_eq!(at("a: 1\rb: [\r"), (1, 11));
+    // Columns are characters.
+    assert_eq!(at("é: [1"), (1, 6));
+}
