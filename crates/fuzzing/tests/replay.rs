@@ -78,3 +78,18 @@ fn schema() {
 fn search_pattern() {
     replay("search_pattern");
 }
+
+#[test]
+fn toolfile() {
+    replay("toolfile");
+}
+
+#[test]
+fn template() {
+    replay("template");
+}
+
+#[test]
+fn config_merge() {
+    replay("config_merge");
+}
