@@ -192,7 +192,11 @@ impl Inner {
             let _ = p.tx.send(Err(self.closed_error(&p.method)));
         }
         self.shutdown.cancel();
+        // The handler hears of it before `closed()` resolves, so a caller that waited for
+        // the death sees the handler told.
+        self.report(&self.why_dead());
         self.dead.cancel();
+        // Once more (it reports at most once): `connect` may have finished between the two.
         self.report(&self.why_dead());
     }
 
