@@ -475,7 +475,13 @@ fn modern_clients_reach_legacy_only_upstreams() {
                     json!({"duration": 5, "steps": 10}),
                     1200,
                 ),
-                call_and_cancel("flaky__slow", json!({"steps": 40, "interval_ms": 100}), 500),
+                // A lazy Python upstream can take most of a second to start on a loaded machine:
+                // the cancellation waits until a progress notification can have come.
+                call_and_cancel(
+                    "flaky__slow",
+                    json!({"steps": 40, "interval_ms": 100}),
+                    1500,
+                ),
                 call("everything__echo", json!({"message": "still here"})),
             ];
             let stdio = gw.stdio();
