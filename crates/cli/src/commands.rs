@@ -431,7 +431,7 @@ fn terminal_note(built: &Built) -> String {
         .into_iter()
         .map(str::to_owned)
         .chain(args.iter().cloned())
-        .map(|a| shell_word(&a))
+        .map(|a| toolwright_gateway::shell_word(&a))
         .collect();
     format!(
         "toolwright: serving MCP on stdio: {listed} tools{declared}{upstream}; file tools may \
@@ -493,19 +493,6 @@ fn client_args(
         }
     }
     out
-}
-
-/// `word` as a POSIX shell reads it back: as is when it holds nothing the shell would
-/// interpret, else in single quotes.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b));
-    match plain {
-        true => word.to_owned(),
-        false => format!("'{}'", word.replace('\'', "'\\''")),
-    }
 }
 
 fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> {

@@ -31,6 +31,7 @@ pub mod catalog;
 pub mod chain;
 pub mod error;
 pub mod gateway;
+mod install;
 pub mod naming;
 mod observe;
 pub mod pin;
@@ -40,4 +41,5 @@ pub mod upstream;
 
 pub use error::GatewayError;
 pub use gateway::Gateway;
+pub use install::shell_word;
 pub use tool::UpstreamTool;

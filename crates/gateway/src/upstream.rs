@@ -12,7 +12,7 @@
 //! `roots` capability is not declared to it and `roots/list` is refused, so it keeps what
 //! its own settings name. A stdio upstream's environment carries the chain of gateways
 //! above it ([`crate::chain`]), and one gateway runs at most
-//! [`MAX_UPSTREAM_PROCESSES`](crate::chain::MAX_UPSTREAM_PROCESSES) of them at once.
+//! [`MAX_UPSTREAM_PROCESSES`] of them at once.
 
 use crate::chain::{CHAIN_VAR, Chain, MAX_UPSTREAM_PROCESSES};
 use crate::error::GatewayError;
