@@ -34,14 +34,7 @@ pub fn compile_document(doc: &Document) -> (Vec<(usize, DeclaredTool)>, Vec<File
 /// [`LoadError::Problems`] with every problem found: files that cannot be read or parsed,
 /// tools that do not compile, two tools with one name.
 pub fn load_files(files: &[PathBuf]) -> Result<Vec<Arc<DeclaredTool>>, LoadError> {
-    let mut problems = Vec::new();
-    let mut docs = Vec::new();
-    for file in files {
-        match Document::read(file) {
-            Ok(d) => docs.push(d),
-            Err(p) => problems.push(*p),
-        }
-    }
+    let (docs, mut problems) = read_all(files);
     let (out, bad) = compile_all(&docs);
     problems.extend(bad);
     if problems.is_empty() {
@@ -133,14 +126,7 @@ pub fn check_documents(docs: &[Document]) -> Checked {
 pub fn load_set(
     files: &[PathBuf],
 ) -> Result<(Vec<Arc<DeclaredTool>>, GatewayConfig, Builtins), LoadError> {
-    let mut problems = Vec::new();
-    let mut docs = Vec::new();
-    for file in files {
-        match Document::read(file) {
-            Ok(d) => docs.push(d),
-            Err(p) => problems.push(*p),
-        }
-    }
+    let (docs, mut problems) = read_all(files);
     let checked = check_documents(&docs);
     problems.extend(checked.problems);
     match (checked.config, checked.builtins) {
@@ -149,4 +135,18 @@ pub fn load_set(
         }
         _ => Err(LoadError::Problems(problems)),
     }
+}
+
+/// Reads and parses each of `files`: the documents that parse, and a problem for each that
+/// does not.
+fn read_all(files: &[PathBuf]) -> (Vec<Document>, Vec<FileProblem>) {
+    let mut problems = Vec::new();
+    let mut docs = Vec::new();
+    for file in files {
+        match Document::read(file) {
+            Ok(d) => docs.push(d),
+            Err(p) => problems.push(*p),
+        }
+    }
+    (docs, problems)
 }
