@@ -179,8 +179,12 @@ impl Sweep {
     /// Returns whether something may still need doing.
     fn pass(&mut self) -> bool {
         let me = rustix::process::getpid();
-        let my_group = rustix::process::getpgrp();
-        let my_session = rustix::process::getsid(None).ok();
+        // Read from /proc, not asked of the kernel through `Pid`: in a PID namespace whose
+        // session (or group) leader lives outside it, the id is 0, which no `Pid` holds.
+        let Some(mine) = stat(me) else {
+            return !self.waiting.is_empty();
+        };
+        let group = self.group.as_raw_nonzero().get();
         let live = lock(&LIVE).clone();
         let mut more = kill_process_group(self.group, Signal::KILL).is_ok();
         // Orphans are handed to the subreaper's first live thread: the main thread.
@@ -191,9 +195,9 @@ impl Sweep {
             }
             // Not a program the server spawned: those lead their own group (process_group(0))
             // or share the server's.
-            let orphan = s.group != c && s.group != my_group;
-            let ours = s.group == self.group
-                || (Some(s.session) != my_session
+            let orphan = s.group != c.as_raw_nonzero().get() && s.group != mine.group;
+            let ours = s.group == group
+                || (s.session != mine.session
                     && s.start >= self.start
                     && !live.iter().any(|&(_, t)| t <= s.start));
             if s.zombie {
@@ -259,12 +263,13 @@ fn thread_children(pid: Pid, tid: Pid) -> Vec<Pid> {
         .collect()
 }
 
-/// What the sweep reads of `/proc/PID/stat`.
+/// What the sweep reads of `/proc/PID/stat`. The group and session are raw ids: 0 when
+/// their leader is outside this PID namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stat {
     zombie: bool,
-    group: Pid,
-    session: Pid,
+    group: i32,
+    session: i32,
     start: u64,
 }
 
@@ -278,7 +283,7 @@ fn stat(pid: Pid) -> Option<Stat> {
 fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let pid = |i: usize| Pid::from_raw(f.get(i)?.parse().ok()?);
+    let pid = |i: usize| f.get(i)?.parse::<i32>().ok();
     Some(Stat {
         zombie: *f.first()? == "Z",
         group: pid(2)?,
@@ -290,18 +295,34 @@ fn parse_stat(text: &str) -> Option<Stat> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
 
     #[test]
     fn reads_stat() {
         let line = "4242 (a b) c)) Z 1 4240 4200 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0";
         let s = parse_stat(line).unwrap();
         assert!(s.zombie);
-        assert_eq!(s.group.as_raw_nonzero().get(), 4240);
-        assert_eq!(s.session.as_raw_nonzero().get(), 4200);
+        assert_eq!(s.group, 4240);
+        assert_eq!(s.session, 4200);
         assert_eq!(s.start, 987_654);
         assert_eq!(parse_stat("1 (x) S 0"), None);
+        // A session led from outside the PID namespace reads as 0, and is still read.
+        let outside = parse_stat("7 (sh) S 1 7 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0").unwrap();
+        assert_eq!((outside.group, outside.session), (7, 0));
         let me = stat(rustix::process::getpid()).unwrap();
-        assert_eq!(me.group, rustix::process::getpgrp());
+        // A child that leads its own group reads as such (rustix's getpgrp is not asked:
+        // it asserts an id above 0, which is not so in every container).
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        let its = stat(pid).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(its.group, pid.as_raw_nonzero().get());
+        assert_eq!(its.session, me.session);
         assert!(!me.zombie);
         // The same clock as /proc's start times.
         assert!(Tree::now() >= me.start);
