@@ -67,6 +67,36 @@ fn unless_cancelled(ctx: &ToolContext, reply: Reply) -> Option<Reply> {
     (!ctx.is_cancelled()).then_some(reply)
 }
 
+/// The tool's required client capabilities against the request's: `Ok(None)` when none is
+/// missing; else a modern request gets the missing-capability error and a legacy one a tool
+/// error result naming what its `initialize` did not declare.
+fn capability_refusal(
+    id: &RequestId,
+    era: &Era,
+    entry: &Entry,
+    name: &str,
+    capabilities: &ClientCapabilities,
+) -> Result<Option<Handled>, ErrorObject> {
+    let Some(missing) = entry
+        .required_capabilities
+        .as_ref()
+        .and_then(|required| missing_capabilities(required, capabilities))
+    else {
+        return Ok(None);
+    };
+    if era.is_modern() {
+        return Err(ErrorObject::new(
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!("tool {name} needs client capabilities this request did not declare"),
+        )
+        .with_data(json!({"requiredCapabilities": missing})));
+    }
+    let r = CallToolResult::error(format!(
+        "tool {name} needs the client capabilities {missing}, which this client did not declare at initialize"
+    ));
+    Ok(Some(Handled::Reply(call_result(id, era, &r))))
+}
+
 impl Server {
     /// `tools/call` with its params read.
     pub(crate) fn tools_call(
@@ -87,70 +117,26 @@ impl Server {
         };
         drop(snapshot);
         let capabilities = self.client_caps(session, &era);
-        if let Some(required) = &entry.required_capabilities
-            && let Some(missing) = missing_capabilities(required, &capabilities)
-        {
-            if era.is_modern() {
-                return Err(ErrorObject::new(
-                    code::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    format!(
-                        "tool {} needs client capabilities this request did not declare",
-                        p.name
-                    ),
-                )
-                .with_data(json!({"requiredCapabilities": missing})));
-            }
-            let r = CallToolResult::error(format!(
-                "tool {} needs the client capabilities {missing}, which this client did not declare at initialize",
-                p.name
-            ));
-            return Ok(Handled::Reply(call_result(id, &era, &r)));
+        if let Some(refused) = capability_refusal(id, &era, &entry, &p.name, &capabilities)? {
+            return Ok(refused);
         }
         let (args, arguments_text) = match p.arguments {
             Some(a) => (a.value, Some(a.text)),
             None => (Value::Object(Map::new()), None),
         };
-        if !args.is_object() {
-            return Err(ErrorObject::invalid_params(
-                "tools/call arguments must be a JSON object",
-            ));
-        }
-        if let Err(violations) = entry.input.validate(&args) {
-            let text = toolwright_schema::format_violations(&violations);
-            return match self.inner.config.input_errors {
-                InputErrorMode::ToolError => {
-                    let r = CallToolResult::error(format!(
-                        "Invalid arguments for tool {}:\n{text}",
-                        p.name
-                    ));
-                    Ok(Handled::Reply(call_result(id, &era, &r)))
-                }
-                InputErrorMode::ProtocolError => {
-                    let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
-                    Err(ErrorObject::invalid_params(format!(
-                        "Invalid arguments for tool {}: {text}",
-                        p.name
-                    ))
-                    .with_data(json!({"violations": list})))
-                }
-            };
+        if let Some(refused) = self.argument_refusal(id, &era, &entry, &p.name, &args)? {
+            return Ok(refused);
         }
 
         let meta = p.meta.map(|m| *m).unwrap_or_default();
-        // Modern multi-round-trip: answers from the sealed state plus this round's.
-        let mut answers = Map::new();
         let args_copy = era.is_modern().then(|| args.clone());
-        if let (Some(state), Some(args)) = (&p.request_state, &args_copy) {
-            answers = self
-                .inner
-                .state_key
-                .open(state, "tools/call", &p.name, args)
-                .map_err(|why| ErrorObject::invalid_params(why.to_string()))?
-                .a;
-        }
-        if era.is_modern() {
-            answers.extend(p.input_responses.unwrap_or_default());
-        }
+        let answers = self.round_answers(
+            &p.name,
+            &era,
+            p.request_state,
+            p.input_responses,
+            args_copy.as_ref(),
+        )?;
         let cancel = CancellationToken::new();
         let ctx = self.context(
             session,
@@ -165,7 +151,7 @@ impl Server {
         );
         let server = self.clone();
         let reply_id = id.clone();
-        let mut fut = Box::pin(async move {
+        let fut = Box::pin(async move {
             let outcome = AssertUnwindSafe(entry.handler.call(args, ctx.clone()))
                 .catch_unwind()
                 .await;
@@ -188,24 +174,102 @@ impl Server {
             };
             (reply, state)
         });
-        // Most tools finish on this first poll.
+        Ok(self.poll_once_or_drive(session, id, cancel, &p.name, fut))
+    }
+
+    /// Polls a call's future once (most tools finish there: the reply is then written with
+    /// no task, timer or cancellation entry, and what the call held is freed after the
+    /// write), else [drives](Server::drive) it.
+    fn poll_once_or_drive<F>(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        cancel: CancellationToken,
+        name: &str,
+        mut fut: std::pin::Pin<Box<F>>,
+    ) -> Handled
+    where
+        F: Future<Output = (Option<Reply>, CallState)> + Send + 'static,
+    {
         if let Poll::Ready((reply, state)) =
             fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
         {
-            return Ok(match reply {
+            return match reply {
                 Some(reply) => Handled::Reply(reply.with_spent(Spent {
                     _held: Box::new((state, cancel, fut)),
                 })),
                 None => Handled::Nothing,
-            });
+            };
         }
-        Ok(self.drive(
+        self.drive(
             session,
             id.clone(),
             cancel,
-            || format!("tool {}", p.name),
+            || format!("tool {name}"),
             Box::pin(async move { fut.await.0 }),
-        ))
+        )
+    }
+
+    /// The arguments against the tool's `inputSchema` (and the rule that they are an
+    /// object): `Ok(None)` when they pass, else the refusal in the configured form (a tool
+    /// error result the model can read, or an invalid-params error).
+    fn argument_refusal(
+        &self,
+        id: &RequestId,
+        era: &Era,
+        entry: &Entry,
+        name: &str,
+        args: &Value,
+    ) -> Result<Option<Handled>, ErrorObject> {
+        if !args.is_object() {
+            return Err(ErrorObject::invalid_params(
+                "tools/call arguments must be a JSON object",
+            ));
+        }
+        let Err(violations) = entry.input.validate(args) else {
+            return Ok(None);
+        };
+        let text = toolwright_schema::format_violations(&violations);
+        match self.inner.config.input_errors {
+            InputErrorMode::ToolError => {
+                let r =
+                    CallToolResult::error(format!("Invalid arguments for tool {name}:\n{text}"));
+                Ok(Some(Handled::Reply(call_result(id, era, &r))))
+            }
+            InputErrorMode::ProtocolError => {
+                let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                Err(ErrorObject::invalid_params(format!(
+                    "Invalid arguments for tool {name}: {text}"
+                ))
+                .with_data(json!({"violations": list})))
+            }
+        }
+    }
+
+    /// Modern multi-round-trip: the answers sealed in `state` by an earlier round (checked
+    /// against this call's tool and arguments) plus this round's `responses`. A legacy call
+    /// has none (`modern_args` is the modern call's arguments, `None` for legacy).
+    fn round_answers(
+        &self,
+        name: &str,
+        era: &Era,
+        state: Option<String>,
+        responses: Option<Map<String, Value>>,
+        modern_args: Option<&Value>,
+    ) -> Result<Map<String, Value>, ErrorObject> {
+        let mut answers = Map::new();
+        if let (Some(state), Some(args)) = (&state, modern_args) {
+            answers = self
+                .inner
+                .state_key
+                .open(state, "tools/call", name, args)
+                .map_err(|why| ErrorObject::invalid_params(why.to_string()))?
+                .a;
+        }
+        if era.is_modern() {
+            answers.extend(responses.unwrap_or_default());
+        }
+        Ok(answers)
     }
 
     /// Builds the context of one request.
@@ -371,9 +435,10 @@ impl Server {
                 ));
             }
             Ok(Err(ToolError::Internal(m))) => return internal(format!("tool {name} failed: {m}")),
-            Ok(Err(e @ (ToolError::Failed(_) | ToolError::InvalidArguments(_)))) => {
-                CallToolResult::error(e.to_string())
-            }
+            Ok(Err(
+                e
+                @ (ToolError::Failed(_) | ToolError::InvalidArguments(_) | ToolError::NotFound(_)),
+            )) => CallToolResult::error(e.to_string()),
             Ok(Ok(r)) => r,
         };
         if !result.is_error() {

@@ -172,9 +172,7 @@ impl Server {
                     Some(server.result(&rid, &era, value))
                 }
                 Ok(Err(ToolError::Cancelled)) => None,
-                Ok(Err(ToolError::Failed(m) | ToolError::InvalidArguments(m)))
-                    if m.starts_with("not found") =>
-                {
+                Ok(Err(ToolError::NotFound(_))) => {
                     Some(Reply::error(Some(&rid), &server.not_found(&era, &uri)))
                 }
                 Ok(Err(e)) => Some(Reply::internal(&rid, format!("reading {uri} failed: {e}"))),

@@ -20,6 +20,11 @@ pub enum ToolError {
     /// A fault in the server or tool, not the caller's doing.
     #[error("internal error: {0}")]
     Internal(String),
+    /// What was asked for does not exist (a resource handler's answer for a URI its
+    /// template matched but that names nothing); `resources/read` answers it with the
+    /// era's not-found error rather than an internal one.
+    #[error("not found: {0}")]
+    NotFound(String),
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,

@@ -21,7 +21,91 @@ impl Drop for ListenSlot {
     }
 }
 
+/// What a listener asked to hear (`params.notifications`).
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Filter {
+    #[serde(default)]
+    tools_list_changed: bool,
+    #[serde(default)]
+    prompts_list_changed: bool,
+    #[serde(default)]
+    resources_list_changed: bool,
+    #[serde(default)]
+    resource_subscriptions: Vec<String>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ListenParams {
+    #[serde(default, rename = "_meta")]
+    meta: Option<RequestMeta>,
+    #[serde(default)]
+    notifications: Filter,
+}
+
+impl Filter {
+    /// Keeps only what this server can report.
+    fn narrow(&mut self, has_prompts: bool, has_resources: bool) {
+        self.prompts_list_changed &= has_prompts;
+        self.resources_list_changed &= has_resources;
+        if !has_resources {
+            self.resource_subscriptions.clear();
+        }
+    }
+
+    /// The acknowledgement's `notifications`: what is honoured, in the request's shape.
+    fn honoured(&self) -> Map<String, serde_json::Value> {
+        let mut honoured = Map::new();
+        for (key, on) in [
+            ("toolsListChanged", self.tools_list_changed),
+            ("promptsListChanged", self.prompts_list_changed),
+            ("resourcesListChanged", self.resources_list_changed),
+        ] {
+            if on {
+                honoured.insert(key.into(), json!(true));
+            }
+        }
+        if !self.resource_subscriptions.is_empty() {
+            honoured.insert(
+                "resourceSubscriptions".into(),
+                json!(self.resource_subscriptions),
+            );
+        }
+        honoured
+    }
+
+    /// The notification `event` becomes on this stream, if the listener asked for it.
+    fn notification(
+        &self,
+        event: &Event,
+        sub_meta: &serde_json::Value,
+    ) -> Option<(&'static str, serde_json::Value)> {
+        Some(match event {
+            Event::ToolsChanged if self.tools_list_changed => (
+                "notifications/tools/list_changed",
+                json!({"_meta": sub_meta}),
+            ),
+            Event::PromptsChanged if self.prompts_list_changed => (
+                "notifications/prompts/list_changed",
+                json!({"_meta": sub_meta}),
+            ),
+            Event::ResourcesChanged if self.resources_list_changed => (
+                "notifications/resources/list_changed",
+                json!({"_meta": sub_meta}),
+            ),
+            Event::ResourceUpdated(uri) if self.resource_subscriptions.contains(uri) => (
+                "notifications/resources/updated",
+                json!({"uri": uri, "_meta": sub_meta}),
+            ),
+            _ => return None,
+        })
+    }
+}
+
 impl Server {
+    /// Opens a listen stream: acknowledges what is honoured at once, then forwards the
+    /// events asked for until the request is cancelled (nothing more is sent) or the
+    /// session closes (the request's result ends the stream).
     pub(crate) fn listen(
         &self,
         session: &Arc<Session>,
@@ -29,38 +113,16 @@ impl Server {
         params: Option<&RawValue>,
         sink: &Arc<dyn Outbound>,
     ) -> Result<Handled, ErrorObject> {
-        #[derive(serde::Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Filter {
-            #[serde(default)]
-            tools_list_changed: bool,
-            #[serde(default)]
-            prompts_list_changed: bool,
-            #[serde(default)]
-            resources_list_changed: bool,
-            #[serde(default)]
-            resource_subscriptions: Vec<String>,
-        }
-        #[derive(serde::Deserialize, Default)]
-        struct ListenParams {
-            #[serde(default, rename = "_meta")]
-            meta: Option<RequestMeta>,
-            #[serde(default)]
-            notifications: Filter,
-        }
         let p: ListenParams = parse_required(params)?;
         let era = match p.meta.as_ref() {
             Some(m) if m.is_modern() => Era::resolve(Some(m), session)?,
             _ => return Err(ErrorObject::method_not_found("subscriptions/listen")),
         };
         let mut f = p.notifications;
-        // Only what this server can report is honoured.
-        let has_resources = self.inner.catalog.has_resources();
-        f.prompts_list_changed &= self.inner.catalog.has_prompts();
-        f.resources_list_changed &= has_resources;
-        if !has_resources {
-            f.resource_subscriptions.clear();
-        }
+        f.narrow(
+            self.inner.catalog.has_prompts(),
+            self.inner.catalog.has_resources(),
+        );
         let max = self.inner.config.max_listens_per_session;
         if !session.open_listen(max) {
             return Err(ErrorObject::new(
@@ -76,27 +138,11 @@ impl Server {
         let cancel = CancellationToken::new();
         session.track(id.clone(), cancel.clone());
         let sub_meta = json!({ toolwright_protocol::meta::SUBSCRIPTION_ID: id });
-        let mut honoured = Map::new();
-        for (key, on) in [
-            ("toolsListChanged", f.tools_list_changed),
-            ("promptsListChanged", f.prompts_list_changed),
-            ("resourcesListChanged", f.resources_list_changed),
-        ] {
-            if on {
-                honoured.insert(key.into(), json!(true));
-            }
-        }
-        if !f.resource_subscriptions.is_empty() {
-            honoured.insert(
-                "resourceSubscriptions".into(),
-                json!(f.resource_subscriptions),
-            );
-        }
         let mut ack = Vec::new();
         jsonrpc::write_notification(
             &mut ack,
             "notifications/subscriptions/acknowledged",
-            &json!({"notifications": honoured, "_meta": sub_meta}),
+            &json!({"notifications": f.honoured(), "_meta": sub_meta}),
         )
         .expect("serializes");
         sink.send(ack);
@@ -118,24 +164,8 @@ impl Server {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(_) => break end(&server),
                 };
-                let (method, params) = match &event {
-                    Event::ToolsChanged if f.tools_list_changed => (
-                        "notifications/tools/list_changed",
-                        json!({"_meta": sub_meta}),
-                    ),
-                    Event::PromptsChanged if f.prompts_list_changed => (
-                        "notifications/prompts/list_changed",
-                        json!({"_meta": sub_meta}),
-                    ),
-                    Event::ResourcesChanged if f.resources_list_changed => (
-                        "notifications/resources/list_changed",
-                        json!({"_meta": sub_meta}),
-                    ),
-                    Event::ResourceUpdated(uri) if f.resource_subscriptions.contains(uri) => (
-                        "notifications/resources/updated",
-                        json!({"uri": uri, "_meta": sub_meta}),
-                    ),
-                    _ => continue,
+                let Some((method, params)) = f.notification(&event, &sub_meta) else {
+                    continue;
                 };
                 let mut line = Vec::new();
                 jsonrpc::write_notification(&mut line, method, &params).expect("serializes");

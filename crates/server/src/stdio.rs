@@ -8,7 +8,7 @@
 
 use crate::reply::{Handled, Spent};
 use crate::server::Server;
-use crate::session::Outbound;
+use crate::session::{Outbound, Session};
 use parking_lot::Mutex;
 use std::cell::OnceCell;
 use std::io::{self, Read, Write};
@@ -318,34 +318,8 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         spent: Vec::with_capacity(64),
     };
     let mut warming = false;
-    let too_long = |len: usize, id: Option<toolwright_jsonrpc::RequestId>| {
-        let e = ErrorObject::invalid_request(format!(
-            "message too large: over {} bytes (read {len} before giving up on it)",
-            server.config().limits.max_bytes
-        ));
-        let mut line = Vec::new();
-        toolwright_jsonrpc::write_error(&mut line, id.as_ref(), &e);
-        line
-    };
-    let handle_line = |line: &[u8], replies: &mut Outgoing| match server.handle(
-        &session,
-        server.read(line),
-        &sink,
-    ) {
-        Handled::Nothing => {}
-        Handled::Reply(reply) => {
-            let (bytes, spent) = reply.into_parts();
-            replies.push(bytes);
-            replies.spent.extend(spent);
-        }
-        Handled::Later(fut) => {
-            let sink = sink.clone();
-            tracker.spawn(async move {
-                if let Some(reply) = fut.await {
-                    sink.send(reply.into_line());
-                }
-            });
-        }
+    let handle_line = |line: &[u8], replies: &mut Outgoing| {
+        dispatch_line(server, &session, &sink, &tracker, line, replies)
     };
     let mut on_frame = |frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
                         replies: &mut Outgoing| match frame {
@@ -364,18 +338,16 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
             }
             handle_line(line.as_bytes(), replies);
         }
-        Err(FrameError::TooLong { len_so_far, id }) => replies.push(too_long(len_so_far, id)),
+        Err(FrameError::TooLong { len_so_far, id }) => replies.push(too_long(
+            server.config().limits.max_bytes,
+            len_so_far,
+            id.as_ref(),
+        )),
         Err(e) => tracing::warn!("framing error: {e}"),
     };
     loop {
-        let n = match input.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                tracing::warn!("reading stdin failed: {e}");
-                break;
-            }
+        let Some(n) = read_some(&mut input, &mut chunk) else {
+            break;
         };
         decoder.push(&chunk[..n]);
         if n == chunk.len() && chunk.len() < 64 * 1024 {
@@ -395,13 +367,78 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         on_frame(last, &mut replies);
         replies.send(&writer);
     }
-    // stdin closed: streams end now; calls in flight get a grace period to answer.
+    drain(server, &session, &tracker, runtime.existing());
+    Ok(())
+}
+
+/// Hands one line to the server: a reply joins this read's batch (what it holds is freed
+/// after the write), a reply that must wait is awaited on a tracked task and sent alone.
+#[inline]
+fn dispatch_line(
+    server: &Server,
+    session: &Arc<Session>,
+    sink: &Arc<dyn Outbound>,
+    tracker: &TaskTracker,
+    line: &[u8],
+    replies: &mut Outgoing,
+) {
+    match server.handle(session, server.read(line), sink) {
+        Handled::Nothing => {}
+        Handled::Reply(reply) => {
+            let (bytes, spent) = reply.into_parts();
+            replies.push(bytes);
+            replies.spent.extend(spent);
+        }
+        Handled::Later(fut) => {
+            let sink = sink.clone();
+            tracker.spawn(async move {
+                if let Some(reply) = fut.await {
+                    sink.send(reply.into_line());
+                }
+            });
+        }
+    }
+}
+
+/// The error line for a message over `max` bytes (`len` read before giving up on it).
+fn too_long(max: usize, len: usize, id: Option<&toolwright_jsonrpc::RequestId>) -> Vec<u8> {
+    let e = ErrorObject::invalid_request(format!(
+        "message too large: over {max} bytes (read {len} before giving up on it)"
+    ));
+    let mut line = Vec::new();
+    toolwright_jsonrpc::write_error(&mut line, id, &e);
+    line
+}
+
+/// One read into `chunk`: the bytes read, or `None` at the end of input or a failed read.
+fn read_some(input: &mut impl Read, chunk: &mut [u8]) -> Option<usize> {
+    loop {
+        match input.read(chunk) {
+            Ok(0) => return None,
+            Ok(n) => return Some(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                tracing::warn!("reading stdin failed: {e}");
+                return None;
+            }
+        }
+    }
+}
+
+/// stdin closed: streams end now, and calls in flight get the grace period to answer
+/// before they are cancelled (and a second to end); then the session closes.
+fn drain(
+    server: &Server,
+    session: &Session,
+    tracker: &TaskTracker,
+    runtime: Option<&tokio::runtime::Handle>,
+) {
     session.shutdown();
     tracker.close();
-    let Some(runtime) = runtime.existing() else {
+    let Some(runtime) = runtime else {
         // Nothing ever needed the runtime, so nothing is running.
         session.close();
-        return Ok(());
+        return;
     };
     let grace = server.config().shutdown_grace;
     let finished =
@@ -413,5 +450,4 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
             .block_on(async { tokio::time::timeout(Duration::from_secs(1), tracker.wait()).await });
     }
     session.close();
-    Ok(())
 }
