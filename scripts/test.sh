@@ -67,7 +67,7 @@ if [ ! -x tests/otlp/.venv/bin/python ] || ! tests/otlp/.venv/bin/python -c 'imp
 fi
 
 log "cargo test --workspace"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 
 log "MCP Bundle from the debug binary (scripts/test-bundle.sh)"
 scripts/test-bundle.sh

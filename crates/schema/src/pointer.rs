@@ -18,29 +18,9 @@ pub fn push_segment(pointer: &mut String, segment: &str) {
 /// A URI fragment with its `%XX` escapes decoded; text that is not valid
 /// UTF-8 once decoded is kept as written.
 pub(crate) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        let escaped = match bytes.get(i + 1..i + 3) {
-            Some(&[high, low]) if byte == b'%' => hex(high).zip(hex(low)),
-            _ => None,
-        };
-        if let Some((high, low)) = escaped {
-            out.push(high << 4 | low);
-            i += 3;
-        } else {
-            out.push(byte);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
-}
-
-fn hex(digit: u8) -> Option<u8> {
-    char::from(digit)
-        .to_digit(16)
-        .and_then(|value| u8::try_from(value).ok())
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .map_or_else(|_| text.to_owned(), std::borrow::Cow::into_owned)
 }
 
 /// The order of instance pointers in reports: segment by segment, with

@@ -173,6 +173,10 @@ fn branch_reasons(error: &ValidationError<'_>, branches: &[Vec<ValidationError<'
     reasons.join("; ")
 }
 
+/// One violation as a sentence about the value.
+///
+/// Long on purpose: a table with one arm per kind of `jsonschema`'s errors, read top to
+/// bottom beside that enum; splitting it would scatter the table, not simplify it.
 fn render(error: &ValidationError<'_>) -> String {
     let value = show(error.instance());
     match error.kind() {
