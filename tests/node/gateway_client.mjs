@@ -12,7 +12,10 @@
 //   {"op":"call","name":N,"arguments":{...}}       -> {"result":{...},"ms":N} or {"error":"...","ms":N}
 //   {"op":"call",...,"progress":true}               -> also {"progress":[{progress,total,message}]}
 //   {"op":"call",...,"cancel_after_ms":MS}          -> {"outcome":"cancelled"|"completed", ...}
+//   {"op":"call",...,"cancel_after_progress":N}     -> the same, cancelled at the Nth progress
 //   {"op":"sleep","ms":MS}                          -> {}
+//   {"op":"until_ok","within_ms":MS,"step":STEP}    -> STEP's outcome, STEP run again every
+//                                                      100 ms while it fails, for up to MS
 // A failed step gives {"error":"..."} and the run goes on. --elicit answers every
 // elicitation/create with that ElicitResult ({"action":"accept","content":{...}}); --sample
 // answers sampling/createMessage with that text. Without them the client declares neither
@@ -119,15 +122,31 @@ async function run(step) {
     case 'sleep':
       await new Promise((r) => setTimeout(r, step.ms));
       return {};
+    case 'until_ok': {
+      const deadline = Date.now() + step.within_ms;
+      for (;;) {
+        const out = await run(step.step);
+        const failed = out.error !== undefined || (out.result && out.result.isError === true);
+        if (!failed || Date.now() > deadline) return out;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     case 'call': {
       const progress = [];
       const options = { timeout: step.timeout_ms ?? 60000 };
-      if (step.progress || step.cancel_after_ms !== undefined) {
-        options.onprogress = (p) => progress.push({ progress: p.progress, total: p.total, message: p.message });
+      const cancels = step.cancel_after_ms !== undefined || step.cancel_after_progress !== undefined;
+      const abort = new AbortController();
+      if (step.progress || cancels) {
+        options.onprogress = (p) => {
+          progress.push({ progress: p.progress, total: p.total, message: p.message });
+          if (step.cancel_after_progress !== undefined && progress.length >= step.cancel_after_progress) {
+            abort.abort('cancelled by the test');
+          }
+        };
       }
       const params = { name: step.name, arguments: step.arguments ?? {} };
       const started = Date.now();
-      if (step.cancel_after_ms === undefined) {
+      if (!cancels) {
         try {
           const result = await client.callTool(params, ...(opt.sdk === 'v1' ? [undefined] : []), options);
           return options.onprogress ? { result, progress, ms: Date.now() - started } : { result, ms: Date.now() - started };
@@ -135,9 +154,8 @@ async function run(step) {
           return { error: message(e), ms: Date.now() - started };
         }
       }
-      const abort = new AbortController();
       options.signal = abort.signal;
-      const timer = setTimeout(() => abort.abort('cancelled by the test'), step.cancel_after_ms);
+      const timer = setTimeout(() => abort.abort('cancelled by the test'), step.cancel_after_ms ?? 60000);
       try {
         const result = await client.callTool(params, ...(opt.sdk === 'v1' ? [undefined] : []), options);
         clearTimeout(timer);

@@ -14,7 +14,10 @@ Each STEP is a JSON object:
     {"op":"call","name":N,"arguments":{...}}   -> {"result":{...},"ms":N} or {"error":"...","ms":N}
     {"op":"call",...,"progress":true}           -> also {"progress":[{progress,total,message}]}
     {"op":"call",...,"cancel_after_ms":MS}      -> {"outcome":"cancelled"|"completed", ...}
+    {"op":"call",...,"cancel_after_progress":N} -> the same, cancelled at the Nth progress
     {"op":"sleep","ms":MS}                      -> {}
+    {"op":"until_ok","within_ms":MS,"step":STEP} -> STEP's outcome, STEP run again every
+                                                   100 ms while it fails, for up to MS
 A failed step gives {"error":"..."} and the run goes on. `--era` applies to `mcp` 2.3 only
 (auto probes with server/discover; modern adopts 2026-07-28 without a probe; legacy does
 the handshake). Prints one JSON line: {"sdk","protocolVersion","server","steps":[...]}.
@@ -94,10 +97,17 @@ class Driver:
     async def call(self, step: dict[str, Any]) -> dict[str, Any]:
         progress: list[dict[str, Any]] = []
 
+        after_progress = step.get("cancel_after_progress")
+        scopes: list[anyio.CancelScope] = []
+
         async def on_progress(p: float, total: float | None, msg: str | None) -> None:
             progress.append({"progress": p, "total": total, "message": msg})
+            if after_progress is not None and len(progress) >= after_progress:
+                for scope in scopes:
+                    scope.cancel()
 
-        wants_progress = step.get("progress") or "cancel_after_ms" in step
+        cancels = "cancel_after_ms" in step or after_progress is not None
+        wants_progress = step.get("progress") or cancels
         callback = on_progress if wants_progress else None
         name, arguments = step["name"], step.get("arguments", {})
 
@@ -107,7 +117,7 @@ class Driver:
             return await self.session.call_tool(name, arguments, progress_callback=callback)
 
         started = time.monotonic()
-        if "cancel_after_ms" not in step:
+        if not cancels:
             try:
                 out: dict[str, Any] = {"result": dump(await call())}
             except Exception as e:  # noqa: BLE001 - reported, not hidden
@@ -121,7 +131,8 @@ class Driver:
         # does not, so the driver sends it with the id the session is about to use.
         request_id = None if MODERN_SDK else self.session._request_id
         outcome: dict[str, Any] = {"outcome": "cancelled"}
-        with anyio.move_on_after(step["cancel_after_ms"] / 1000):
+        with anyio.move_on_after(step.get("cancel_after_ms", 60000) / 1000) as scope:
+            scopes.append(scope)
             try:
                 outcome = {"outcome": "completed", "result": dump(await call())}
             except Exception as e:  # noqa: BLE001 - reported, not hidden
@@ -147,6 +158,14 @@ class Driver:
         if op == "sleep":
             await anyio.sleep(step["ms"] / 1000)
             return {}
+        if op == "until_ok":
+            deadline = time.monotonic() + step["within_ms"] / 1000
+            while True:
+                out = await self.run(step["step"])
+                failed = "error" in out or (out.get("result") or {}).get("isError") is True
+                if not failed or time.monotonic() > deadline:
+                    return out
+                await anyio.sleep(0.1)
         raise ValueError(f"unknown op {op!r}")
 
 

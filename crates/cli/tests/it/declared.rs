@@ -277,9 +277,14 @@ fn hot_reload_swaps_the_tools_and_keeps_them_through_a_broken_edit() {
 fn a_call_in_flight_finishes_on_the_definition_it_started_with() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tools.yaml");
+    // The program says it started, then waits for the test's go-ahead: nothing here rests
+    // on how long a reload takes.
+    let (started, go) = (dir.path().join("started"), dir.path().join("go"));
     let slow = |word: &str| {
         format!(
-            "tools:\n  - name: slow\n    description: Wait a little, then print a word.\n    command: [/bin/sh, -c, \"sleep 1; echo {word}\"]\n"
+            "tools:\n  - name: slow\n    description: Wait for the go-ahead, then print a word.\n    command: [/bin/sh, -c, \": > {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo {word}\"]\n",
+            started = started.display(),
+            go = go.display(),
         )
     };
     std::fs::write(&path, slow("old")).unwrap();
@@ -289,22 +294,27 @@ fn a_call_in_flight_finishes_on_the_definition_it_started_with() {
     let id = s.next_id();
     s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "slow", "arguments": {}}}));
-    std::thread::sleep(Duration::from_millis(200));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     write(&path, &slow("new"));
-    let mut seen_change = false;
-    let mut answer = None;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let before = wait_for_list_changed(&mut s);
+    let mut answer = before.into_iter().find(|m| m["id"] == id);
+    assert!(answer.is_none(), "answered before the go-ahead: {answer:?}");
+    std::fs::write(&go, "").unwrap();
     while answer.is_none() && std::time::Instant::now() < deadline {
-        if let Some(m) = s.recv_timeout(Duration::from_millis(100)) {
-            if m["method"] == "notifications/tools/list_changed" {
-                seen_change = true;
-            } else if m["id"] == id {
-                answer = Some(m);
-            }
+        if let Some(m) = s.recv_timeout(Duration::from_millis(100))
+            && m["id"] == id
+        {
+            answer = Some(m);
         }
     }
     let answer = answer.expect("the call answered");
-    assert!(seen_change, "the edit was loaded while the call ran");
     assert_eq!(text_of(&answer["result"]), "old\n", "{answer}");
     assert_eq!(text_of(&call(&mut s, "slow", json!({}))), "new\n");
 }

@@ -3,7 +3,7 @@
 
 use crate::http_client::*;
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn add(id: i64, a: i64, b: i64) -> Value {
     request(
@@ -355,19 +355,31 @@ fn disconnect_does_not_cancel_a_legacy_call() {
         json!({"name": "probe_sleep", "arguments": {"ms": 300}}),
     );
     c.send("POST", "/mcp", &h, call.to_string().as_bytes());
-    std::thread::sleep(Duration::from_millis(100));
+    let stats = || {
+        let r = session.post(
+            &s,
+            &request(
+                3,
+                "tools/call",
+                json!({"name": "probe_stats", "arguments": {}}),
+            ),
+        );
+        r.checked(false, "tools/call")["result"]["structuredContent"].clone()
+    };
+    // Closed once the call is running, then watched until it has ended one way or the other.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stats()["started"] != 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     c.close();
-    std::thread::sleep(Duration::from_millis(500));
-    let r = session.post(
-        &s,
-        &request(
-            3,
-            "tools/call",
-            json!({"name": "probe_stats", "arguments": {}}),
-        ),
-    );
-    let stats = r.checked(false, "tools/call")["result"]["structuredContent"].clone();
-    assert_eq!(stats, json!({"started": 1, "completed": 1, "cancelled": 0}));
+    let ended = loop {
+        let st = stats();
+        if st["completed"] != 0 || st["cancelled"] != 0 || Instant::now() > deadline {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(ended, json!({"started": 1, "completed": 1, "cancelled": 0}));
 }
 
 #[test]

@@ -285,7 +285,11 @@ fn closing_the_response_cancels_the_call() {
     let mut h = modern_headers("tools/call", Some("probe_sleep"));
     h.push(("content-type", "application/json"));
     c.send("POST", "/mcp", &h, body.to_string().as_bytes());
-    std::thread::sleep(Duration::from_millis(200));
+    // Closed once the call is running (before, there would be nothing to cancel).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stats(&s)["started"] != 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     c.close();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {

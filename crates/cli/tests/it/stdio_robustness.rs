@@ -253,7 +253,8 @@ fn sigterm_answers_calls_in_flight_then_exits_zero() {
         let id = s.next_id();
         s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "slow", "arguments": {"ms": 700}}}));
-        std::thread::sleep(Duration::from_millis(150));
+        // Lines are handled in order: once a later ping is answered, the call is in flight.
+        s.assert_alive();
         let st = std::process::Command::new("kill")
             .args([signal, &s.child.id().to_string()])
             .status()
