@@ -36,51 +36,17 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use toolwright_server::digest::sha256_hex;
 
 /// The state file's format version.
 pub const VERSION: u32 = 1;
 
-/// Writes `value` as canonical JSON: members sorted by key at every level, no whitespace.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&m[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
+/// Canonical JSON, as fingerprinted: the one writer, shared with the server's sealed
+/// request states.
+pub use toolwright_server::digest::canonical_json;
 
 /// The definition as fingerprinted: without its top-level `_meta`.
 pub fn pinned_part(definition: &Value) -> Value {
@@ -97,13 +63,7 @@ pub fn pinned_part(definition: &Value) -> Value {
 
 /// `sha256:` + the hex SHA-256 of the canonical JSON of the definition without `_meta`.
 pub fn fingerprint(definition: &Value) -> String {
-    let digest = Sha256::digest(canonical_json(&pinned_part(definition)).as_bytes());
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in digest {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
+    format!("sha256:{}", sha256_hex(&pinned_part(definition)))
 }
 
 /// The whole state file.
@@ -122,6 +82,30 @@ impl Default for State {
             version: VERSION,
             servers: BTreeMap::new(),
         }
+    }
+}
+
+impl State {
+    /// What the state says of `tools` (upstream name and definition as listed) of
+    /// `server`, and whether the state changed: on first contact (no entry for the server)
+    /// every tool is pinned; afterwards a tool whose fingerprint differs from its pin, or
+    /// that has none, is quarantined and its definition recorded as pending (a definition
+    /// back at its pin clears the pending one). Only memory is touched; [`Pins::check`]
+    /// reads and writes the file around it.
+    pub fn check(&mut self, server: &str, tools: &[(&str, &Value)]) -> (Vec<Verdict>, bool) {
+        let first = !self.servers.contains_key(server);
+        let entry = self.servers.entry(server.to_owned()).or_default();
+        let mut changed = first;
+        let verdicts = tools
+            .iter()
+            .map(|(name, def)| {
+                let pin = entry.tools.entry((*name).to_owned()).or_default();
+                let (verdict, touched) = pin.judge(def, first);
+                changed |= touched;
+                verdict
+            })
+            .collect();
+        (verdicts, changed)
     }
 }
 
@@ -159,6 +143,39 @@ pub struct ToolPin {
     /// That definition (without `_meta`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_definition: Option<Value>,
+}
+
+impl ToolPin {
+    /// The verdict on `def` as listed now, recording it (`first`: the server's first
+    /// contact, so it is pinned); true when the pin changed.
+    fn judge(&mut self, def: &Value, first: bool) -> (Verdict, bool) {
+        let fp = fingerprint(def);
+        if first {
+            *self = ToolPin {
+                pinned: Some(fp),
+                definition: Some(pinned_part(def)),
+                ..ToolPin::default()
+            };
+            return (Verdict::New, true);
+        }
+        if self.pinned.as_deref() == Some(fp.as_str()) {
+            let cleared = self.pending.take().is_some();
+            if cleared {
+                self.pending_definition = None;
+            }
+            return (Verdict::Pinned, cleared);
+        }
+        let touched = self.pending.as_deref() != Some(fp.as_str());
+        if touched {
+            self.pending = Some(fp.clone());
+            self.pending_definition = Some(pinned_part(def));
+        }
+        let verdict = Verdict::Quarantined {
+            old: self.pinned.clone(),
+            new: fp,
+        };
+        (verdict, touched)
+    }
 }
 
 /// What the pins say of one tool as listed now.
@@ -277,44 +294,21 @@ impl Pins {
     ///
     /// [`PinError::Io`], [`PinError::Invalid`].
     pub fn check(&self, server: &str, tools: &[(&str, &Value)]) -> Result<Vec<Verdict>, PinError> {
-        self.update(|state| {
-            let first = !state.servers.contains_key(server);
-            let entry = state.servers.entry(server.to_owned()).or_default();
-            let mut changed = first;
-            let verdicts = tools
-                .iter()
-                .map(|(name, def)| {
-                    let fp = fingerprint(def);
-                    let pin = entry.tools.entry((*name).to_owned()).or_default();
-                    if first {
-                        *pin = ToolPin {
-                            pinned: Some(fp),
-                            definition: Some(pinned_part(def)),
-                            ..ToolPin::default()
-                        };
-                        return Verdict::New;
-                    }
-                    if pin.pinned.as_deref() == Some(fp.as_str()) {
-                        if pin.pending.is_some() {
-                            pin.pending = None;
-                            pin.pending_definition = None;
-                            changed = true;
-                        }
-                        return Verdict::Pinned;
-                    }
-                    if pin.pending.as_deref() != Some(fp.as_str()) {
-                        pin.pending = Some(fp.clone());
-                        pin.pending_definition = Some(pinned_part(def));
-                        changed = true;
-                    }
-                    Verdict::Quarantined {
-                        old: pin.pinned.clone(),
-                        new: fp,
-                    }
-                })
-                .collect();
-            (verdicts, changed)
-        })
+        self.update(|state| state.check(server, tools))
+    }
+
+    /// Runs `change` on the state on disk, under the file's lock, and writes the state back
+    /// when it says something changed (the gateway's install plan, [`State::check`] for
+    /// every listed server in one read-modify-write).
+    ///
+    /// # Errors
+    ///
+    /// [`PinError::Io`], [`PinError::Invalid`].
+    pub fn with_state<T>(
+        &self,
+        change: impl FnOnce(&mut State) -> (T, bool),
+    ) -> Result<T, PinError> {
+        self.update(change)
     }
 
     /// What the state on disk says of one tool's definition, without recording anything

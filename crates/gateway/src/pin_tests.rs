@@ -2,6 +2,7 @@
 
 use super::*;
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 fn tool(desc: &str) -> Value {
     json!({"name": "add", "description": desc, "inputSchema": {"type": "object"}})

@@ -56,6 +56,7 @@ mod call;
 pub mod catalog;
 pub mod config;
 pub mod context;
+pub mod digest;
 pub mod dispatch;
 mod dispatch_catalog;
 pub mod era;

@@ -12,6 +12,7 @@
 //! URI), a digest of the arguments and an expiry. A state that was altered, is too old, or
 //! belongs to another call is refused with -32602.
 
+use crate::digest::sha256_hex;
 use crate::error::StateError;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -54,7 +55,7 @@ pub struct StatePayload {
     pub m: String,
     /// Tool or prompt name, or resource URI.
     pub t: String,
-    /// SHA-256 of the canonical arguments, hex.
+    /// SHA-256 of the canonical arguments, hex ([`crate::digest::sha256_hex`]).
     pub d: String,
     /// Expiry, milliseconds since the Unix epoch.
     pub e: u64,
@@ -67,47 +68,6 @@ fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// JSON with object keys sorted, so equal values digest equally.
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&serde_json::to_string(k).expect("strings serialize"));
-                out.push(':');
-                canonical(&m[*k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// Hex SHA-256 of the canonical form of `args`.
-pub fn digest(args: &Value) -> String {
-    let mut s = String::new();
-    canonical(args, &mut s);
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl StateKey {
@@ -135,7 +95,7 @@ impl StateKey {
         StatePayload {
             m: method.into(),
             t: target.into(),
-            d: digest(args),
+            d: sha256_hex(args),
             e: now_ms() + ttl.as_millis() as u64,
             a: answers,
         }
@@ -163,7 +123,7 @@ impl StateKey {
         if p.e < now_ms() {
             return Err(StateError::Expired);
         }
-        if p.m != method || p.t != target || p.d != digest(args) {
+        if p.m != method || p.t != target || p.d != sha256_hex(args) {
             return Err(StateError::OtherRequest);
         }
         Ok(p)
