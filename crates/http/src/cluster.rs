@@ -10,8 +10,12 @@
 //! logs, woken by the store's bus (with a one-second poll as a floor). Requests this replica
 //! sends to a client carry ids `node << 32 | n`, so a replica that receives the answer knows
 //! whose call waits for it.
+//!
+//! [`Replicated`] is the store-backed implementation of the sessions interface
+//! ([`SessionBackend`]); without a store the server uses [`InProcess`] alone.
 
-use crate::service::Shared;
+use crate::backend::{Replay, SessionBackend};
+use crate::in_process::InProcess;
 use crate::session::HttpSession;
 use crate::store::{Append, BusMessage, SessionRecord, SessionStore, StoreError, StoreFuture};
 use crate::stream::Cell;
@@ -19,6 +23,7 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{Message, RequestId};
 use toolwright_protocol::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
@@ -29,20 +34,35 @@ const READ_BATCH: usize = 256;
 /// How often a follower reads its log even when nothing woke it.
 const POLL: Duration = Duration::from_secs(1);
 
-/// A replica's link to the shared store.
-pub(crate) struct Cluster {
-    pub store: Arc<dyn SessionStore>,
+/// Sessions kept in a shared store: this replica's copies (an [`InProcess`] table) and its
+/// link to the store.
+pub(crate) struct Replicated {
+    local: InProcess,
+    store: Arc<dyn SessionStore>,
     /// This replica's number (1 … 2^20 − 1), in the ids of its requests to clients.
-    pub node: u32,
+    node: u32,
     timeout: Duration,
     writer: mpsc::UnboundedSender<Append>,
     pending: Mutex<Option<mpsc::UnboundedReceiver<Append>>>,
 }
 
-impl Cluster {
-    pub(crate) fn new(store: Arc<dyn SessionStore>, timeout: Duration) -> Cluster {
+/// Runs a store operation within `timeout`.
+async fn within<T>(timeout: Duration, f: StoreFuture<'_, T>) -> Result<T, StoreError> {
+    match tokio::time::timeout(timeout, f).await {
+        Ok(r) => r,
+        Err(_) => Err(StoreError::Timeout),
+    }
+}
+
+impl Replicated {
+    pub(crate) fn new(
+        local: InProcess,
+        store: Arc<dyn SessionStore>,
+        timeout: Duration,
+    ) -> Replicated {
         let (writer, rx) = mpsc::unbounded_channel();
-        Cluster {
+        Replicated {
+            local,
             store,
             node: rand::random_range(1..(1u32 << 20)),
             timeout,
@@ -52,16 +72,44 @@ impl Cluster {
     }
 
     /// Runs a store operation within the store timeout.
-    pub(crate) async fn op<T>(&self, f: StoreFuture<'_, T>) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.timeout, f).await {
-            Ok(r) => r,
-            Err(_) => Err(StoreError::Timeout),
-        }
+    async fn op<T>(&self, f: StoreFuture<'_, T>) -> Result<T, StoreError> {
+        within(self.timeout, f).await
     }
 
     /// The base of the ids of requests this replica sends.
-    pub(crate) fn id_base(&self) -> i64 {
+    fn id_base(&self) -> i64 {
         i64::from(self.node) << 32
+    }
+
+    /// A session named `id` whose unsolicited messages go to the store's log of its GET
+    /// stream, and whose requests to the client carry this replica's ids.
+    fn session(&self, id: String) -> Arc<HttpSession> {
+        let sink = Arc::new(StreamZero {
+            session: id.clone(),
+            writer: self.writer.clone(),
+        });
+        let hs = HttpSession::with_outbound(
+            &self.local.server,
+            self.local.shutdown.child_token(),
+            self.local.table.epoch,
+            id,
+            sink,
+            Arc::new(Cell::new(1, false)),
+        );
+        hs.mcp.number_requests_from(self.id_base());
+        hs
+    }
+
+    /// The replica waiting for the answer `inbound` carries, when it is another one.
+    fn owner_of(&self, inbound: &Inbound) -> Option<u32> {
+        let Inbound::Message(Message::Response(r)) = inbound else {
+            return None;
+        };
+        let RequestId::Number(n) = r.id else {
+            return None;
+        };
+        let node = u32::try_from(n >> 32).ok()?;
+        (node != 0 && node != self.node).then_some(node)
     }
 }
 
@@ -82,60 +130,6 @@ impl Outbound for StreamZero {
     }
 }
 
-/// Starts the replica's writer and bus listener.
-pub(crate) fn start(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
-    let Some(c) = &shared.cluster else {
-        return Vec::new();
-    };
-    let Some(mut rx) = c.pending.lock().take() else {
-        return Vec::new();
-    };
-    let keep = shared.config.event_store_capacity;
-    let s = shared.clone();
-    let writer = tokio::spawn(async move {
-        let Some(c) = &s.cluster else { return };
-        let mut batch = Vec::with_capacity(64);
-        while rx.recv_many(&mut batch, 512).await > 0 {
-            if let Err(e) = c.op(c.store.append(&batch, keep)).await {
-                tracing::warn!(
-                    "{} stream events not copied to the session store: {e}",
-                    batch.len()
-                );
-            }
-            batch.clear();
-        }
-    });
-    let mut bus = c.store.subscribe(c.node);
-    let s = shared.clone();
-    let listener = tokio::spawn(async move {
-        while let Some(msg) = bus.recv().await {
-            match msg {
-                BusMessage::Event { session, .. } => {
-                    if let Some(hs) = s.sessions.get(&session) {
-                        hs.wake.notify_waiters();
-                    }
-                }
-                BusMessage::Closed { session } => {
-                    if let Some(hs) = s.sessions.remove(&session) {
-                        hs.close();
-                    }
-                }
-                BusMessage::Response { session, line, .. } => {
-                    if let Some(hs) = s.sessions.get(&session) {
-                        let inbound = s.server.read(&line);
-                        let sink: Arc<dyn Outbound> = Arc::new(Discard);
-                        let _ = s.server.handle(&hs.mcp, inbound, &sink);
-                    }
-                }
-                BusMessage::Reconnected => {
-                    tracing::info!("session store bus reconnected");
-                }
-            }
-        }
-    });
-    vec![writer, listener]
-}
-
 fn level_name(l: LoggingLevel) -> String {
     serde_json::to_value(l)
         .ok()
@@ -149,7 +143,7 @@ fn level_of(name: &str) -> LoggingLevel {
 }
 
 /// The record of a session past its handshake.
-pub(crate) fn record_of(mcp: &Session, roots_generation: u64) -> Option<SessionRecord> {
+fn record_of(mcp: &Session, roots_generation: u64) -> Option<SessionRecord> {
     let n = mcp.negotiated()?;
     Some(SessionRecord {
         version: n.version.as_str().to_owned(),
@@ -159,101 +153,6 @@ pub(crate) fn record_of(mcp: &Session, roots_generation: u64) -> Option<SessionR
         log_level: level_name(mcp.log_level()),
         roots_generation,
     })
-}
-
-/// A new session whose unsolicited messages go to the store.
-pub(crate) fn new_session(shared: &Shared, c: &Cluster) -> Arc<HttpSession> {
-    let id = crate::session::mint_id();
-    let sink = Arc::new(StreamZero {
-        session: id.clone(),
-        writer: c.writer.clone(),
-    });
-    let get = Arc::new(Cell::new(1, false));
-    let hs = HttpSession::with_outbound(
-        &shared.server,
-        shared.shutdown.child_token(),
-        shared.sessions.epoch,
-        id,
-        sink,
-        get,
-    );
-    hs.mcp.number_requests_from(c.id_base());
-    hs
-}
-
-/// Saves a session that just finished its handshake.
-pub(crate) async fn create(
-    shared: &Shared,
-    c: &Cluster,
-    hs: &HttpSession,
-) -> Result<(), StoreError> {
-    let Some(rec) = record_of(&hs.mcp, 0) else {
-        return Err(StoreError::Unavailable("no handshake to save".into()));
-    };
-    c.op(c
-        .store
-        .create(&hs.id, &rec, shared.config.session_idle_timeout))
-        .await?;
-    *hs.record.lock() = Some(rec);
-    Ok(())
-}
-
-/// The session `id` names: today's table lookup without a store; with one, the store's
-/// record (pushing its expiry back) and this replica's copy, made or brought up to date.
-pub(crate) async fn lookup(
-    shared: &Shared,
-    id: &str,
-) -> Result<Option<Arc<HttpSession>>, StoreError> {
-    let Some(c) = &shared.cluster else {
-        return Ok(shared.sessions.get(id));
-    };
-    let Some(rec) = c
-        .op(c.store.touch(id, shared.config.session_idle_timeout))
-        .await?
-    else {
-        if let Some(hs) = shared.sessions.remove(id) {
-            hs.close();
-        }
-        return Ok(None);
-    };
-    if let Some(hs) = shared.sessions.get(id) {
-        sync(&hs, rec);
-        return Ok(Some(hs));
-    }
-    let Some(version) = ProtocolVersion::parse(&rec.version) else {
-        return Err(StoreError::Unavailable(format!(
-            "the stored session has an unknown version {:?}",
-            rec.version
-        )));
-    };
-    let caps: ClientCapabilities =
-        serde_json::from_value(rec.client_capabilities.clone()).unwrap_or_default();
-    let info: Implementation = serde_json::from_value(rec.client_info.clone())
-        .unwrap_or_else(|_| Implementation::new("unknown", "0"));
-    let sink = Arc::new(StreamZero {
-        session: id.to_owned(),
-        writer: c.writer.clone(),
-    });
-    let hs = HttpSession::with_outbound(
-        &shared.server,
-        shared.shutdown.child_token(),
-        shared.sessions.epoch,
-        id.to_owned(),
-        sink,
-        Arc::new(Cell::new(1, false)),
-    );
-    hs.mcp.number_requests_from(c.id_base());
-    hs.mcp.restore(
-        Negotiated {
-            version,
-            client_capabilities: Arc::new(caps),
-            client_info: info,
-        },
-        rec.initialized,
-        level_of(&rec.log_level),
-    );
-    *hs.record.lock() = Some(rec);
-    Ok(Some(shared.sessions.adopt(hs)))
 }
 
 /// Brings a local copy up to date with the store's record.
@@ -272,98 +171,166 @@ fn sync(hs: &HttpSession, rec: SessionRecord) {
     *last = Some(rec);
 }
 
-/// Saves what a request changed in the session: `notifications/initialized`,
-/// `logging/setLevel`, `notifications/roots/list_changed` (`roots_changed`).
-pub(crate) async fn save(
-    c: &Cluster,
-    hs: &HttpSession,
-    roots_changed: bool,
-) -> Result<(), StoreError> {
-    let next = {
-        let last = hs.record.lock();
-        let generation = last.as_ref().map_or(0, |r| r.roots_generation) + u64::from(roots_changed);
-        let Some(now) = record_of(&hs.mcp, generation) else {
-            return Ok(());
+impl Replicated {
+    /// Saves a session that just finished its handshake.
+    async fn create(&self, hs: &HttpSession) -> Result<(), StoreError> {
+        let Some(rec) = record_of(&hs.mcp, 0) else {
+            return Err(StoreError::Unavailable("no handshake to save".into()));
         };
-        if last.as_ref() == Some(&now) {
-            return Ok(());
+        self.op(self.store.create(&hs.id, &rec, self.local.idle))
+            .await?;
+        *hs.record.lock() = Some(rec);
+        Ok(())
+    }
+
+    /// A copy of the session `id` stored as `rec`, with its handshake restored, in this
+    /// replica's table (or the copy a concurrent request put there first).
+    fn adopt(&self, id: &str, rec: SessionRecord) -> Result<Arc<HttpSession>, StoreError> {
+        let Some(version) = ProtocolVersion::parse(&rec.version) else {
+            return Err(StoreError::Unavailable(format!(
+                "the stored session has an unknown version {:?}",
+                rec.version
+            )));
+        };
+        let caps: ClientCapabilities =
+            serde_json::from_value(rec.client_capabilities.clone()).unwrap_or_default();
+        let info: Implementation = serde_json::from_value(rec.client_info.clone())
+            .unwrap_or_else(|_| Implementation::new("unknown", "0"));
+        let hs = self.session(id.to_owned());
+        hs.mcp.restore(
+            Negotiated {
+                version,
+                client_capabilities: Arc::new(caps),
+                client_info: info,
+            },
+            rec.initialized,
+            level_of(&rec.log_level),
+        );
+        *hs.record.lock() = Some(rec);
+        Ok(self.local.table.adopt(hs))
+    }
+
+    /// Saves what a request changed in the session.
+    async fn update(&self, hs: &HttpSession, roots_changed: bool) -> Result<(), StoreError> {
+        let next = {
+            let last = hs.record.lock();
+            let generation =
+                last.as_ref().map_or(0, |r| r.roots_generation) + u64::from(roots_changed);
+            let Some(now) = record_of(&hs.mcp, generation) else {
+                return Ok(());
+            };
+            if last.as_ref() == Some(&now) {
+                return Ok(());
+            }
+            now
+        };
+        self.op(self.store.update(&hs.id, &next)).await?;
+        *hs.record.lock() = Some(next);
+        Ok(())
+    }
+
+    /// A cell fed from the store's log of `stream`, from the event after `after` on; the
+    /// token stops the feeding (the reader went away).
+    fn follow(
+        &self,
+        hs: &Arc<HttpSession>,
+        stream: u32,
+        after: u64,
+    ) -> (Arc<Cell>, CancellationToken) {
+        let cell = Arc::new(Cell::starting_after(self.local.capacity, false, after));
+        cell.set_stream(stream);
+        let done = CancellationToken::new();
+        let feeder = Feeder {
+            store: self.store.clone(),
+            timeout: self.timeout,
+            idle: self.local.idle,
+            hs: hs.clone(),
+            stream,
+            feed: cell.clone(),
+            stop: done.clone(),
+        };
+        tokio::spawn(feeder.run(after));
+        (cell, done)
+    }
+
+    /// Copies batches of stream events to the store, in order, until the channel closes.
+    async fn write(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Append>) {
+        let keep = self.local.capacity;
+        let mut batch = Vec::with_capacity(64);
+        while rx.recv_many(&mut batch, 512).await > 0 {
+            if let Err(e) = self.op(self.store.append(&batch, keep)).await {
+                tracing::warn!(
+                    "{} stream events not copied to the session store: {e}",
+                    batch.len()
+                );
+            }
+            batch.clear();
         }
-        now
-    };
-    c.op(c.store.update(&hs.id, &next)).await?;
-    *hs.record.lock() = Some(next);
-    Ok(())
+    }
+
+    /// Acts on what the other replicas say, until the subscription ends.
+    async fn listen(self: Arc<Self>, mut bus: mpsc::UnboundedReceiver<BusMessage>) {
+        let table = &self.local.table;
+        while let Some(msg) = bus.recv().await {
+            match msg {
+                BusMessage::Event { session, .. } => {
+                    if let Some(hs) = table.get(&session) {
+                        hs.wake.notify_waiters();
+                    }
+                }
+                BusMessage::Closed { session } => {
+                    if let Some(hs) = table.remove(&session) {
+                        hs.close();
+                    }
+                }
+                BusMessage::Response { session, line, .. } => {
+                    if let Some(hs) = table.get(&session) {
+                        let server = &self.local.server;
+                        let inbound = server.read(&line);
+                        let sink: Arc<dyn Outbound> = Arc::new(Discard);
+                        let _ = server.handle(&hs.mcp, inbound, &sink);
+                    }
+                }
+                BusMessage::Reconnected => {
+                    tracing::info!("session store bus reconnected");
+                }
+            }
+        }
+    }
 }
 
-/// The replica waiting for the answer `msg` carries, when it is another one.
-pub(crate) fn owner_of(c: &Cluster, inbound: &Inbound) -> Option<u32> {
-    let Inbound::Message(Message::Response(r)) = inbound else {
-        return None;
-    };
-    let RequestId::Number(n) = r.id else {
-        return None;
-    };
-    let node = u32::try_from(n >> 32).ok()?;
-    (node != 0 && node != c.node).then_some(node)
-}
-
-/// Numbers a POST stream in the store and copies its messages there. `None`: the session
-/// is gone.
-pub(crate) async fn register(
-    shared: &Shared,
-    c: &Cluster,
-    hs: &HttpSession,
-    cell: &Arc<Cell>,
-) -> Result<Option<u32>, StoreError> {
-    let Some(n) = c.op(c.store.next_stream(&hs.id)).await? else {
-        return Ok(None);
-    };
-    hs.register_numbered(cell, n, shared.config.max_stored_streams);
-    let session = hs.id.clone();
-    let writer = c.writer.clone();
-    cell.mirror(Box::new(move |seq, line| {
-        let _ = writer.send(Append {
-            session: session.clone(),
-            stream: n,
-            seq: Some(seq),
-            line: line.map(<[u8]>::to_vec),
-        });
-    }));
-    Ok(Some(n))
-}
-
-/// A cell fed from the store's log of `stream`, from the event after `after` on; the
-/// token stops the feeding (the reader went away).
-pub(crate) fn follow(
-    shared: &Arc<Shared>,
-    hs: &Arc<HttpSession>,
+/// What feeds a cell from the store's log of one stream.
+struct Feeder {
+    store: Arc<dyn SessionStore>,
+    timeout: Duration,
+    idle: Duration,
+    hs: Arc<HttpSession>,
     stream: u32,
-    after: u64,
-) -> (Arc<Cell>, CancellationToken) {
-    let cell = Arc::new(Cell::starting_after(
-        shared.config.event_store_capacity,
-        false,
-        after,
-    ));
-    cell.set_stream(stream);
-    let done = CancellationToken::new();
-    let (s, hs, feed, stop) = (shared.clone(), hs.clone(), cell.clone(), done.clone());
-    tokio::spawn(async move {
-        let Some(c) = &s.cluster else { return };
-        let idle = s.config.session_idle_timeout;
-        let touch_every = (idle / 3).max(Duration::from_millis(100));
+    feed: Arc<Cell>,
+    /// Cancelled when the reader went away.
+    stop: CancellationToken,
+}
+
+impl Feeder {
+    /// Reads the log from the event after `after` on, woken by the bus (or every
+    /// [`POLL`]), keeping the session alive while it reads; ends the cell when the stream,
+    /// the session or the store ends.
+    async fn run(self, after: u64) {
+        let hs = &self.hs;
+        let touch_every = (self.idle / 3).max(Duration::from_millis(100));
         let mut touched = Instant::now();
         let mut cursor = after;
         loop {
             let woken = hs.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let events = match c.op(c.store.read(&hs.id, stream, cursor, READ_BATCH)).await {
+            let read = self.store.read(&hs.id, self.stream, cursor, READ_BATCH);
+            let events = match within(self.timeout, read).await {
                 Ok(e) => e,
                 Err(e) => {
                     // The client reconnects with Last-Event-ID once the store is back.
                     tracing::warn!("a stream of a session ended: {e}");
-                    feed.finish(None);
+                    self.feed.finish(None);
                     return;
                 }
             };
@@ -371,19 +338,19 @@ pub(crate) fn follow(
             for e in events {
                 cursor = e.seq;
                 match e.line {
-                    Some(line) => feed.push_numbered(e.seq, line),
+                    Some(line) => self.feed.push_numbered(e.seq, line),
                     None => {
-                        feed.finish(None);
+                        self.feed.finish(None);
                         return;
                     }
                 }
             }
             if touched.elapsed() >= touch_every {
                 touched = Instant::now();
-                match c.op(c.store.touch(&hs.id, idle)).await {
+                match within(self.timeout, self.store.touch(&hs.id, self.idle)).await {
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) => {
-                        feed.finish(None);
+                        self.feed.finish(None);
                         return;
                     }
                 }
@@ -394,13 +361,129 @@ pub(crate) fn follow(
             tokio::select! {
                 _ = &mut woken => {}
                 _ = tokio::time::sleep(POLL) => {}
-                _ = stop.cancelled() => return,
+                _ = self.stop.cancelled() => return,
                 _ = hs.stop.cancelled() => {
-                    feed.finish(None);
+                    self.feed.finish(None);
                     return;
                 }
             }
         }
-    });
-    (cell, done)
+    }
+}
+
+impl SessionBackend for Arc<Replicated> {
+    fn open(&self) -> Option<Arc<HttpSession>> {
+        if !self.local.table.reserve(self.local.max) {
+            return None;
+        }
+        Some(self.session(crate::session::mint_id()))
+    }
+
+    fn abandon(&self, hs: &HttpSession) {
+        self.local.abandon(hs);
+    }
+
+    async fn keep(&self, hs: Arc<HttpSession>) -> Result<(), StoreError> {
+        if let Err(e) = self.create(&hs).await {
+            self.abandon(&hs);
+            return Err(e);
+        }
+        self.local.keep(hs).await
+    }
+
+    /// The store's record (pushing its expiry back) and this replica's copy, made or
+    /// brought up to date.
+    async fn find(&self, id: &str) -> Result<Option<Arc<HttpSession>>, StoreError> {
+        let Some(rec) = self.op(self.store.touch(id, self.local.idle)).await? else {
+            if let Some(hs) = self.local.table.remove(id) {
+                hs.close();
+            }
+            return Ok(None);
+        };
+        if let Some(hs) = self.local.table.get(id) {
+            sync(&hs, rec);
+            return Ok(Some(hs));
+        }
+        self.adopt(id, rec).map(Some)
+    }
+
+    async fn forward(
+        &self,
+        hs: &HttpSession,
+        inbound: &Inbound,
+        raw: &[u8],
+    ) -> Option<Result<(), StoreError>> {
+        let node = self.owner_of(inbound)?;
+        Some(self.op(self.store.forward(node, &hs.id, raw)).await)
+    }
+
+    async fn save(&self, hs: &HttpSession, roots_changed: bool) {
+        if let Err(e) = self.update(hs, roots_changed).await {
+            tracing::warn!("a session change was not saved to the session store: {e}");
+        }
+    }
+
+    /// Numbers the stream in the store and copies its messages there.
+    async fn register(
+        &self,
+        hs: &HttpSession,
+        cell: &Arc<Cell>,
+    ) -> Result<Option<u32>, StoreError> {
+        let Some(n) = self.op(self.store.next_stream(&hs.id)).await? else {
+            return Ok(None);
+        };
+        hs.register_numbered(cell, n, self.local.keep);
+        let session = hs.id.clone();
+        let writer = self.writer.clone();
+        cell.mirror(Box::new(move |seq, line| {
+            let _ = writer.send(Append {
+                session: session.clone(),
+                stream: n,
+                seq: Some(seq),
+                line: line.map(<[u8]>::to_vec),
+            });
+        }));
+        Ok(Some(n))
+    }
+
+    /// The GET stream, and streams another replica holds, are read from the store's logs.
+    fn replay(&self, hs: &Arc<HttpSession>, stream: u32, after: Option<u64>) -> Option<Replay> {
+        if stream != 0
+            && let Some(cell) = hs.stream(stream)
+        {
+            return Some(Replay {
+                cell,
+                feeding: None,
+            });
+        }
+        let (cell, feeding) = self.follow(hs, stream, after.unwrap_or(0));
+        Some(Replay {
+            cell,
+            feeding: Some(feeding.drop_guard()),
+        })
+    }
+
+    async fn end(&self, hs: &HttpSession) -> Result<(), StoreError> {
+        self.op(self.store.delete(&hs.id)).await?;
+        self.local.end(hs).await
+    }
+
+    /// The writer copying stream events to the store, and the bus listener.
+    fn start(&self) -> Vec<JoinHandle<()>> {
+        let Some(rx) = self.pending.lock().take() else {
+            return Vec::new();
+        };
+        let writer = tokio::spawn(self.clone().write(rx));
+        let bus = self.store.subscribe(self.node);
+        let listener = tokio::spawn(self.clone().listen(bus));
+        vec![writer, listener]
+    }
+
+    fn expire(&self) {
+        self.local.expire();
+    }
+
+    fn close_all(&self) {
+        self.local.close_all();
+    }
 }

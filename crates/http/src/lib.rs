@@ -5,7 +5,7 @@
 //! # async fn demo(server: toolwright_server::Server) -> Result<(), toolwright_http::Error> {
 //! use toolwright_http::{HttpConfig, HttpServer};
 //! let http = HttpServer::bind(server, HttpConfig { addr: "127.0.0.1:0".into(), ..HttpConfig::default() }).await?;
-//! eprintln!("listening on {}", http.url());
+//! tracing::info!(url = %http.url(), "listening");
 //! http.run().await // until SIGINT or SIGTERM
 //! # }
 //! ```
@@ -105,19 +105,26 @@
 //!
 //! # Layout
 //!
+//! Modules depend one way, from the listener down to the data structures:
+//!
 //! - [`listener`](HttpServer): binding, the accept loop, hyper connections, shutdown.
-//! - `service.rs`: shared state, routing, the checks every request passes.
-//! - `post.rs`: POST in each era; `streams.rs`: SSE responses, GET and DELETE;
+//! - `service.rs`: routing and the checks every request passes.
+//! - `post.rs`: POST in each era; `streams.rs`: SSE responses, GET and DELETE; `ops.rs`:
+//!   `/metrics`, `/healthz`, `/readyz`.
+//! - `shared.rs`: the state every connection shares; `read.rs`: request bodies;
 //!   `respond.rs`: response builders and the status of a modern reply.
+//! - `sessions.rs`: the sessions the handlers speak to, one of the two implementations of
+//!   the sessions interface (`backend.rs`): `in_process.rs`, and `cluster.rs` on a shared
+//!   [`store`] (the trait of shared session stores, and the in-memory one).
+//! - `session.rs`: one legacy session and the table of them.
 //! - `headers.rs`: MCP headers and the modern mirroring rules; `accept.rs`: `Accept`.
 //! - `budget.rs`: the stream budgets, in total and per client.
 //! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
-//! - `session.rs`: legacy sessions and their table; [`store`]: the trait of shared session
-//!   stores and the in-memory one; `cluster.rs`: what a replica does with a shared store.
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
 //! - [`config`], [`error`].
 
 mod accept;
+mod backend;
 mod body;
 mod budget;
 mod cluster;
@@ -125,12 +132,16 @@ pub mod config;
 pub mod error;
 mod guard;
 pub mod headers;
+mod in_process;
 mod listener;
 mod ops;
 mod post;
+mod read;
 mod respond;
 mod service;
 mod session;
+mod sessions;
+mod shared;
 pub mod store;
 mod stream;
 mod streams;

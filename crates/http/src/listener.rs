@@ -5,7 +5,9 @@ use crate::body::Body;
 use crate::config::HttpConfig;
 use crate::error::Error;
 use crate::guard::{self, Guard};
-use crate::service::{self, Shared};
+use crate::service;
+use crate::sessions::SessionBackend as _;
+use crate::shared::Shared;
 use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -75,59 +77,8 @@ impl HttpServer {
     /// Binds the listening socket and checks the settings. Nothing is served until
     /// [`HttpServer::run`] or [`HttpServer::run_until`].
     pub async fn bind(server: Server, config: HttpConfig) -> Result<HttpServer, Error> {
-        if !config.path.starts_with('/') {
-            return Err(Error::config(
-                "path",
-                format!("{:?} must start with /", config.path),
-            ));
-        }
-        for (setting, n) in [
-            ("--max-sessions", config.max_sessions),
-            ("--max-sse-streams", config.max_sse_streams),
-            (
-                "--max-sse-streams-per-client",
-                config.max_sse_streams_per_client,
-            ),
-            ("--max-get-streams", config.max_get_streams),
-            (
-                "--max-get-streams-per-client",
-                config.max_get_streams_per_client,
-            ),
-            ("--max-body-bytes", config.max_body_bytes),
-        ] {
-            if n == 0 {
-                return Err(Error::config(setting, "must be at least 1"));
-            }
-        }
-        if config.session_idle_timeout.is_zero() {
-            return Err(Error::config(
-                "--session-idle-timeout",
-                "must be at least 1 second",
-            ));
-        }
-        if config.threads == 0 {
-            return Err(Error::config("--http-threads", "must be at least 1"));
-        }
-        let shared_port = config.threads > 1;
-        let mut last = None;
-        let mut bound = None;
-        for a in resolve(&config.addr).await? {
-            match listen(a, shared_port) {
-                Ok(l) => {
-                    bound = Some(l);
-                    break;
-                }
-                Err(e) => last = Some(Error::Bind { addr: a, source: e }),
-            }
-        }
-        let listener = match bound {
-            Some(l) => l,
-            None => return Err(last.expect("at least one address was tried")),
-        };
-        let addr = listener.local_addr().map_err(|e| Error::Bind {
-            addr: "0.0.0.0:0".parse().expect("valid"),
-            source: e,
-        })?;
+        check_settings(&config)?;
+        let (listener, addr) = bind_first(&config).await?;
         // The others bind the port the first one got (port 0 picks it once).
         let mut extra = Vec::with_capacity(config.threads - 1);
         for _ in 1..config.threads {
@@ -137,45 +88,7 @@ impl HttpServer {
             extra.push(l);
         }
         let guard = Guard::new(&config, addr)?;
-        let resource = config
-            .resource_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{addr}{}", config.path));
-        let split = guard::split_url(&resource).ok_or_else(|| {
-            Error::config(
-                "--resource-url",
-                format!("{resource:?} is not an absolute http(s) URL"),
-            )
-        })?;
-        for s in &config.authorization_servers {
-            if guard::split_url(s).is_none() {
-                return Err(Error::config(
-                    "--authorization-server",
-                    format!("{s:?} is not an absolute http(s) URL"),
-                ));
-            }
-        }
-        let metadata_url = guard::metadata_url(&split);
-        let metadata = guard.requires_token().then(|| {
-            let mut paths = vec![
-                format!("/.well-known/oauth-protected-resource{}", split.path),
-                format!("/.well-known/oauth-protected-resource{}", config.path),
-                "/.well-known/oauth-protected-resource".to_owned(),
-            ];
-            paths.dedup();
-            (
-                paths,
-                Bytes::from(guard::metadata_document(
-                    &resource,
-                    &config.authorization_servers,
-                )),
-            )
-        });
-        if guard.requires_token() && config.authorization_servers.is_empty() {
-            tracing::warn!(
-                "bearer authentication is on but no --authorization-server is named; MCP clients expect one"
-            );
-        }
+        let (metadata_url, metadata) = resource_metadata(&config, &guard, addr)?;
         let shared = Arc::new(Shared::new(server, config, guard, metadata, &metadata_url));
         Ok(HttpServer {
             listener,
@@ -230,7 +143,7 @@ impl HttpServer {
             serving_thread(l, acceptor.clone(), stop.clone());
         }
         let sweeper = tokio::spawn(sweep(shared.clone()));
-        let store_tasks = crate::cluster::start(&shared);
+        let store_tasks = shared.sessions.start();
         let accepted = acceptor.run(listener, signal).await;
         stop.cancel();
         if let Err(e) = accepted {
@@ -262,9 +175,7 @@ impl HttpServer {
                 "requests still running {grace:?} after shutdown began; cancelling them"
             );
         }
-        for s in shared.sessions.take_all() {
-            s.close();
-        }
+        shared.sessions.close_all();
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
             acceptor.conns.wait().await;
             shared.calls.wait().await;
@@ -272,6 +183,123 @@ impl HttpServer {
         .await;
         Ok(())
     }
+}
+
+/// The settings [`HttpServer::bind`] refuses before binding anything.
+fn check_settings(config: &HttpConfig) -> Result<(), Error> {
+    if !config.path.starts_with('/') {
+        return Err(Error::config(
+            "path",
+            format!("{:?} must start with /", config.path),
+        ));
+    }
+    for (setting, n) in [
+        ("--max-sessions", config.max_sessions),
+        ("--max-sse-streams", config.max_sse_streams),
+        (
+            "--max-sse-streams-per-client",
+            config.max_sse_streams_per_client,
+        ),
+        ("--max-get-streams", config.max_get_streams),
+        (
+            "--max-get-streams-per-client",
+            config.max_get_streams_per_client,
+        ),
+        ("--max-body-bytes", config.max_body_bytes),
+    ] {
+        if n == 0 {
+            return Err(Error::config(setting, "must be at least 1"));
+        }
+    }
+    if config.session_idle_timeout.is_zero() {
+        return Err(Error::config(
+            "--session-idle-timeout",
+            "must be at least 1 second",
+        ));
+    }
+    if config.threads == 0 {
+        return Err(Error::config("--http-threads", "must be at least 1"));
+    }
+    Ok(())
+}
+
+/// The listener on the first of the addresses `config.addr` resolves to that can be bound,
+/// and the address it got.
+async fn bind_first(config: &HttpConfig) -> Result<(TcpListener, SocketAddr), Error> {
+    let shared_port = config.threads > 1;
+    let mut last = None;
+    let mut bound = None;
+    for a in resolve(&config.addr).await? {
+        match listen(a, shared_port) {
+            Ok(l) => {
+                bound = Some(l);
+                break;
+            }
+            Err(e) => last = Some(Error::Bind { addr: a, source: e }),
+        }
+    }
+    let listener = match bound {
+        Some(l) => l,
+        None => return Err(last.expect("at least one address was tried")),
+    };
+    let addr = listener.local_addr().map_err(|e| Error::Bind {
+        addr: "0.0.0.0:0".parse().expect("valid"),
+        source: e,
+    })?;
+    Ok((listener, addr))
+}
+
+/// The URL of the Protected Resource Metadata, and (when a token is required) the paths
+/// serving it and the document.
+type Metadata = (String, Option<(Vec<String>, Bytes)>);
+
+/// The resource's metadata (RFC 9728) for a server bound to `addr`, after checking the URLs
+/// the settings name.
+fn resource_metadata(
+    config: &HttpConfig,
+    guard: &Guard,
+    addr: SocketAddr,
+) -> Result<Metadata, Error> {
+    let resource = config
+        .resource_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}{}", config.path));
+    let split = guard::split_url(&resource).ok_or_else(|| {
+        Error::config(
+            "--resource-url",
+            format!("{resource:?} is not an absolute http(s) URL"),
+        )
+    })?;
+    for s in &config.authorization_servers {
+        if guard::split_url(s).is_none() {
+            return Err(Error::config(
+                "--authorization-server",
+                format!("{s:?} is not an absolute http(s) URL"),
+            ));
+        }
+    }
+    let metadata_url = guard::metadata_url(&split);
+    let metadata = guard.requires_token().then(|| {
+        let mut paths = vec![
+            format!("/.well-known/oauth-protected-resource{}", split.path),
+            format!("/.well-known/oauth-protected-resource{}", config.path),
+            "/.well-known/oauth-protected-resource".to_owned(),
+        ];
+        paths.dedup();
+        (
+            paths,
+            Bytes::from(guard::metadata_document(
+                &resource,
+                &config.authorization_servers,
+            )),
+        )
+    });
+    if guard.requires_token() && config.authorization_servers.is_empty() {
+        tracing::warn!(
+            "bearer authentication is on but no --authorization-server is named; MCP clients expect one"
+        );
+    }
+    Ok((metadata_url, metadata))
 }
 
 /// Binds a listening socket; `shared_port` lets more sockets bind the same address
@@ -418,10 +446,7 @@ async fn sweep(shared: Arc<Shared>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        for s in shared.sessions.take_expired(idle) {
-            tracing::debug!(session = %s.id, "session expired");
-            s.close();
-        }
+        shared.sessions.expire();
     }
 }
 

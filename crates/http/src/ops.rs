@@ -7,7 +7,7 @@
 
 use crate::body::Body;
 use crate::respond::{JSON, refuse, respond};
-use crate::service::Shared;
+use crate::shared::Shared;
 use http::header::{ALLOW, CONTENT_TYPE};
 use http::{HeaderValue, Method, Response, StatusCode};
 use serde_json::json;

@@ -8,14 +8,16 @@ use crate::accept::Accepts;
 use crate::body::{Body, OnDrop, priming_event};
 use crate::budget::{Budget, Client};
 use crate::headers::{self, HeaderVersion, SESSION_ID};
+use crate::read::{BodyError, id_of_oversized, read_body};
 use crate::respond::{
     accepted, json, modern_status, not_acceptable, refuse, rpc_error, shutting_down, single_event,
     store_unavailable, stream_refused, unsupported_version,
 };
-use crate::service::{BodyError, Shared, read_body};
 use crate::session::{Busy, HttpSession};
+use crate::sessions::SessionBackend as _;
+use crate::shared::Shared;
 use crate::stream::Cell;
-use crate::streams::{primes, stream_response};
+use crate::streams::{named_session, primes, stream_response};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -28,6 +30,7 @@ use toolwright_server::era::{self, Claim};
 use toolwright_server::telemetry::Transport;
 use toolwright_server::{Ambient, Handled, Inbound, Outbound, Outcome, Session};
 
+/// POST: the body checked and read, its era claimed, then handled in that era.
 pub(crate) async fn post(
     shared: &Arc<Shared>,
     client: Client,
@@ -37,53 +40,13 @@ pub(crate) async fn post(
     let (parts, body) = req.into_parts();
     let http = http_version(parts.version);
     let headers = &parts.headers;
-    if let Some(ct) = headers.get(CONTENT_TYPE)
-        && !ct.to_str().is_ok_and(|s| {
-            s.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        })
-    {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            None,
-            "Content-Type must be application/json",
-        );
-    }
-    let accepts = Accepts::of(headers);
-    if accepts.none() {
-        return not_acceptable(
-            "a POST is answered with application/json or text/event-stream (clients should \
-             list both); this request's Accept allows neither",
-            &["application/json", "text/event-stream"],
-        );
-    }
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > shared.config.max_body_bytes as u64) {
-        let id = crate::service::id_of_oversized(shared, body).await;
-        return too_large(shared, id.as_ref());
-    }
-    let bytes = match read_body(shared, body).await {
+    let accepts = match media(headers) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    let bytes = match read_request(shared, headers, body).await {
         Ok(b) => b,
-        Err(BodyError::TooLarge(id)) => return too_large(shared, id.as_ref()),
-        Err(BodyError::Timeout) => {
-            return refuse(
-                StatusCode::REQUEST_TIMEOUT,
-                None,
-                "the request body arrived too slowly",
-            );
-        }
-        Err(BodyError::Broken) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                None,
-                "the request body could not be read",
-            );
-        }
+        Err(r) => return *r,
     };
     if shared.shutdown.is_cancelled() {
         return shutting_down();
@@ -94,31 +57,9 @@ pub(crate) async fn post(
         _ => None,
     };
     let inbound = shared.server.read(&bytes);
-    // Legacy unless the message claims the modern era (an unknown version in `_meta` is
-    // answered by the modern rules: -32022).
-    let legacy = match &inbound {
-        Inbound::Invalid(e) => return rpc_error(StatusCode::BAD_REQUEST, e.id.as_ref(), &e.error),
-        Inbound::Batch(_) if header.is_some_and(ProtocolVersion::is_modern) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                None,
-                "JSON-RPC batches are not allowed in protocol version 2026-07-28: send one message per POST",
-            );
-        }
-        Inbound::Batch(_) => true,
-        Inbound::Call(_, p) => {
-            let version = p.meta.as_ref().and_then(|m| m.protocol_version.as_deref());
-            era::claim(version, header) == Claim::Legacy
-        }
-        Inbound::Message(msg) => {
-            let params = match msg {
-                Message::Request(r) => r.params.as_deref(),
-                Message::Notification(n) => n.params.as_deref(),
-                _ => None,
-            };
-            let peek = headers::peek(params);
-            era::claim(peek.version.as_deref(), header) == Claim::Legacy
-        }
+    let legacy = match claims_legacy(&inbound, header) {
+        Ok(l) => l,
+        Err(r) => return *r,
     };
     let to = Peer {
         client,
@@ -130,6 +71,104 @@ pub(crate) async fn post(
         legacy_post(shared, to, headers, (inbound, &bytes), hv).await
     } else {
         modern_post(shared, to, headers, inbound).await
+    }
+}
+
+/// What the client accepts, once its `Content-Type` is JSON; `Err`: the refusal (415 for
+/// another type, 406 when it accepts neither JSON nor an event stream).
+fn media(headers: &HeaderMap) -> Result<Accepts, Box<Response<Body>>> {
+    if let Some(ct) = headers.get(CONTENT_TYPE)
+        && !ct.to_str().is_ok_and(|s| {
+            s.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
+    {
+        return Err(Box::new(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            "Content-Type must be application/json",
+        )));
+    }
+    let accepts = Accepts::of(headers);
+    if accepts.none() {
+        return Err(Box::new(not_acceptable(
+            "a POST is answered with application/json or text/event-stream (clients should \
+             list both); this request's Accept allows neither",
+            &["application/json", "text/event-stream"],
+        )));
+    }
+    Ok(accepts)
+}
+
+/// The body, within the size limit and the body read timeout; `Err`: the refusal (413,
+/// 408, or 400 for a body that broke off).
+async fn read_request(
+    shared: &Shared,
+    headers: &HeaderMap,
+    body: Incoming,
+) -> Result<bytes::Bytes, Box<Response<Body>>> {
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > shared.config.max_body_bytes as u64) {
+        let id = id_of_oversized(&shared.config, body).await;
+        return Err(Box::new(too_large(shared, id.as_ref())));
+    }
+    read_body(&shared.config, body).await.map_err(|e| {
+        Box::new(match e {
+            BodyError::TooLarge(id) => too_large(shared, id.as_ref()),
+            BodyError::Timeout => refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                None,
+                "the request body arrived too slowly",
+            ),
+            BodyError::Broken => refuse(
+                StatusCode::BAD_REQUEST,
+                None,
+                "the request body could not be read",
+            ),
+        })
+    })
+}
+
+/// True unless the message claims the modern era (from `params._meta` and the
+/// `MCP-Protocol-Version` header's `header`); an unknown version in `_meta` is answered by
+/// the modern rules (-32022). `Err`: the refusal of an invalid message, or of a batch sent
+/// as modern.
+fn claims_legacy(
+    inbound: &Inbound,
+    header: Option<ProtocolVersion>,
+) -> Result<bool, Box<Response<Body>>> {
+    match inbound {
+        Inbound::Invalid(e) => Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            e.id.as_ref(),
+            &e.error,
+        ))),
+        Inbound::Batch(_) if header.is_some_and(ProtocolVersion::is_modern) => {
+            Err(Box::new(refuse(
+                StatusCode::BAD_REQUEST,
+                None,
+                "JSON-RPC batches are not allowed in protocol version 2026-07-28: send one message per POST",
+            )))
+        }
+        Inbound::Batch(_) => Ok(true),
+        Inbound::Call(_, p) => {
+            let version = p.meta.as_ref().and_then(|m| m.protocol_version.as_deref());
+            Ok(era::claim(version, header) == Claim::Legacy)
+        }
+        Inbound::Message(msg) => {
+            let params = match msg {
+                Message::Request(r) => r.params.as_deref(),
+                Message::Notification(n) => n.params.as_deref(),
+                _ => None,
+            };
+            let peek = headers::peek(params);
+            Ok(era::claim(peek.version.as_deref(), header) == Claim::Legacy)
+        }
     }
 }
 
@@ -376,46 +415,26 @@ async fn legacy_post(
     let is_init = matches!(&inbound, Inbound::Message(Message::Request(_)))
         && inbound.method() == Some(Method::Initialize);
     if shared.config.stateless {
-        let (cell, sink) = new_cell(shared, to.accepts);
-        let session = if is_init {
-            Session::new(sink.clone())
-        } else {
-            Session::stateless(sink.clone(), version)
-        };
-        session.set_label(Transport::Tcp, None);
-        let handled = traced(shared, &session, inbound, &sink, (headers, &to));
-        return legacy_respond(shared, to, None, cell, handled, &requests, &session).await;
+        return stateless_post(
+            shared,
+            (headers, to),
+            inbound,
+            (!is_init).then_some(version),
+            &requests,
+        )
+        .await;
     }
     if is_init {
         return initialize(shared, (headers, &to), inbound, first_id).await;
     }
-    let Some(sid) = headers.get(SESSION_ID) else {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            first_id,
-            "Mcp-Session-Id header required (send initialize first)",
-        );
+    let missing = "Mcp-Session-Id header required (send initialize first)";
+    let hs = match named_session(shared, headers, first_id, missing).await {
+        Ok(hs) => hs,
+        Err(r) => return *r,
     };
-    let found = match sid.to_str() {
-        Ok(s) => crate::cluster::lookup(shared, s).await,
-        Err(_) => Ok(None),
-    };
-    let hs = match found {
-        Ok(Some(hs)) => hs,
-        Ok(None) => {
-            return refuse(
-                StatusCode::NOT_FOUND,
-                first_id,
-                "unknown or expired session; initialize again",
-            );
-        }
-        Err(e) => return store_unavailable(first_id, &e),
-    };
-    if let Some(c) = &shared.cluster
-        && let Some(node) = crate::cluster::owner_of(c, &inbound)
-    {
+    if let Some(sent) = shared.sessions.forward(&hs, &inbound, raw).await {
         // The call waiting for this answer runs on another replica.
-        return match c.op(c.store.forward(node, &hs.id, raw)).await {
+        return match sent {
             Ok(()) => accepted(),
             Err(e) => store_unavailable(None, &e),
         };
@@ -428,11 +447,7 @@ async fn legacy_post(
     }
     let roots_changed = inbound.method() == Some(Method::RootsListChanged);
     let handled = traced(shared, &hs.mcp, inbound, &sink, (headers, &to));
-    if let Some(c) = &shared.cluster
-        && let Err(e) = crate::cluster::save(c, &hs, roots_changed).await
-    {
-        tracing::warn!("a session change was not saved to the session store: {e}");
-    }
+    shared.sessions.save(&hs, roots_changed).await;
     let session = hs.mcp.clone();
     legacy_respond(
         shared,
@@ -446,35 +461,44 @@ async fn legacy_post(
     .await
 }
 
+/// A legacy POST on a stateless server: a session of its own for this request, negotiated
+/// at `version` unless it is `initialize` (`version` is `None`).
+async fn stateless_post(
+    shared: &Arc<Shared>,
+    (headers, to): (&HeaderMap, Peer),
+    inbound: Inbound,
+    version: Option<ProtocolVersion>,
+    requests: &[RequestId],
+) -> Response<Body> {
+    let (cell, sink) = new_cell(shared, to.accepts);
+    let session = match version {
+        None => Session::new(sink.clone()),
+        Some(v) => Session::stateless(sink.clone(), v),
+    };
+    session.set_label(Transport::Tcp, None);
+    let handled = traced(shared, &session, inbound, &sink, (headers, &to));
+    legacy_respond(shared, to, None, cell, handled, requests, &session).await
+}
+
 async fn initialize(
     shared: &Arc<Shared>,
     (headers, to): (&HeaderMap, &Peer),
     inbound: Inbound,
     id: Option<&RequestId>,
 ) -> Response<Body> {
-    if !shared.sessions.reserve(shared.config.max_sessions) {
+    let Some(hs) = shared.sessions.open() else {
         let e = ErrorObject::internal(format!(
             "too many sessions ({} open); try again later",
             shared.config.max_sessions
         ));
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, &e);
-    }
-    let hs = match &shared.cluster {
-        None => HttpSession::new(
-            &shared.server,
-            shared.config.event_store_capacity,
-            shared.shutdown.child_token(),
-            shared.sessions.epoch,
-        ),
-        Some(c) => crate::cluster::new_session(shared, c),
     };
     let (_cell, sink) = new_cell(shared, to.accepts);
     let reply = match traced(shared, &hs.mcp, inbound, &sink, (headers, to)) {
         Handled::Reply(reply) => reply,
         // `initialize` always answers at once; anything else is a bug worth a clear error.
         Handled::Nothing | Handled::Later(_) => {
-            shared.sessions.release();
-            hs.close();
+            shared.sessions.abandon(&hs);
             return rpc_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 id,
@@ -483,19 +507,13 @@ async fn initialize(
         }
     };
     if reply.error_code().is_some() {
-        shared.sessions.release();
-        hs.close();
+        shared.sessions.abandon(&hs);
         return reply_only(StatusCode::OK, reply.into_line(), to.accepts);
     }
-    if let Some(c) = &shared.cluster
-        && let Err(e) = crate::cluster::create(shared, c, &hs).await
-    {
-        shared.sessions.release();
-        hs.close();
+    let sid = HeaderValue::from_str(&hs.id).expect("session ids are visible ASCII");
+    if let Err(e) = shared.sessions.keep(hs).await {
         return store_unavailable(id, &e);
     }
-    let sid = HeaderValue::from_str(&hs.id).expect("session ids are visible ASCII");
-    shared.sessions.insert(hs);
     let mut r = reply_only(StatusCode::OK, reply.into_line(), to.accepts);
     r.headers_mut().insert(SESSION_ID, sid);
     r
@@ -514,12 +532,61 @@ async fn legacy_respond(
     requests: &[RequestId],
     session: &Arc<Session>,
 ) -> Response<Body> {
+    if let Some(answer) = answer_without_stream(shared, to, &cell, handled, requests).await {
+        return answer;
+    }
+    let slot = match shared.open_stream(Budget::Reply, to.client) {
+        Ok(slot) => slot,
+        Err(full) => {
+            cancel_all(session, requests);
+            return stream_refused(requests.first(), full);
+        }
+    };
+    let Some((hs, busy)) = hs else {
+        return stream_response(shared, to.client, cell, None, None, Some(slot), false);
+    };
+    let n = match shared.sessions.register(&hs, &cell).await {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            cancel_all(session, requests);
+            return refuse(
+                StatusCode::NOT_FOUND,
+                requests.first(),
+                "unknown or expired session; initialize again",
+            );
+        }
+        Err(e) => {
+            cancel_all(session, requests);
+            return store_unavailable(requests.first(), &e);
+        }
+    };
+    let priming = primes(&hs).then(|| priming_event(n, 0, None));
+    let guard = OnDrop(Some(Box::new(move || {
+        drop(slot);
+        drop(busy);
+    })));
+    stream_response(shared, to.client, cell, priming, None, Some(guard), true)
+}
+
+/// The answer of a legacy POST that needs no event stream: 202 when it carried no request
+/// (or ended without a reply and the client takes no stream), the reply alone when it came
+/// first. `None`: the answer is an event stream. A call still running goes on as a task of
+/// its own.
+async fn answer_without_stream(
+    shared: &Shared,
+    to: Peer,
+    cell: &Arc<Cell>,
+    handled: Handled,
+    requests: &[RequestId],
+) -> Option<Response<Body>> {
     match handled {
-        Handled::Nothing if requests.is_empty() && cell.decided().is_none() => return accepted(),
+        Handled::Nothing if requests.is_empty() && cell.decided().is_none() => {
+            return Some(accepted());
+        }
         Handled::Nothing => cell.finish(None),
         Handled::Reply(reply) => {
             if cell.decided().is_none() {
-                return reply_only(StatusCode::OK, reply.into_line(), to.accepts);
+                return Some(reply_only(StatusCode::OK, reply.into_line(), to.accepts));
             }
             cell.finish_reply(Some(reply));
         }
@@ -538,7 +605,7 @@ async fn legacy_respond(
         match cell.decided() {
             Some(true) => {
                 if let Some(line) = cell.take_only_reply() {
-                    return reply_only(StatusCode::OK, line, to.accepts);
+                    return Some(reply_only(StatusCode::OK, line, to.accepts));
                 }
                 break;
             }
@@ -546,50 +613,13 @@ async fn legacy_respond(
             None => notified.await,
         }
     }
-    if !to.accepts.sse {
-        // Finished without a reply (cancelled): nothing to send.
-        return accepted();
-    }
-    let slot = match shared.open_stream(Budget::Reply, to.client) {
-        Ok(slot) => slot,
-        Err(full) => {
-            for id in requests {
-                session.cancel(id);
-            }
-            return stream_refused(requests.first(), full);
-        }
-    };
-    match hs {
-        None => stream_response(shared, to.client, cell, None, None, Some(slot), false),
-        Some((hs, busy)) => {
-            let n = match &shared.cluster {
-                None => hs.register_stream(&cell, shared.config.max_stored_streams),
-                Some(c) => match crate::cluster::register(shared, c, &hs, &cell).await {
-                    Ok(Some(n)) => n,
-                    Ok(None) => {
-                        for id in requests {
-                            session.cancel(id);
-                        }
-                        return refuse(
-                            StatusCode::NOT_FOUND,
-                            requests.first(),
-                            "unknown or expired session; initialize again",
-                        );
-                    }
-                    Err(e) => {
-                        for id in requests {
-                            session.cancel(id);
-                        }
-                        return store_unavailable(requests.first(), &e);
-                    }
-                },
-            };
-            let priming = primes(&hs).then(|| priming_event(n, 0, None));
-            let guard = OnDrop(Some(Box::new(move || {
-                drop(slot);
-                drop(busy);
-            })));
-            stream_response(shared, to.client, cell, priming, None, Some(guard), true)
-        }
+    // Finished without a reply (cancelled): nothing to send.
+    (!to.accepts.sse).then(accepted)
+}
+
+/// Cancels the calls of `requests` (their answer cannot be streamed).
+fn cancel_all(session: &Session, requests: &[RequestId]) {
+    for id in requests {
+        session.cancel(id);
     }
 }

@@ -6,8 +6,9 @@
 //! messages); streams 1, 2, … are POSTs that turned into SSE. Every stream keeps its recent
 //! messages, so a client that lost a connection resumes with `Last-Event-ID: <stream>-<n>`.
 //!
-//! [`Sessions`] is the table of live sessions, split into shards so that concurrent
-//! requests of different sessions rarely meet on one lock.
+//! [`Table`] is the table of live sessions, split into shards so that concurrent
+//! requests of different sessions rarely meet on one lock. Handlers reach both through
+//! the sessions interface (`sessions.rs`), never directly.
 
 use crate::stream::Cell;
 use parking_lot::{Mutex, MutexGuard};
@@ -192,7 +193,7 @@ impl HttpSession {
 }
 
 /// The live sessions.
-pub(crate) struct Sessions {
+pub(crate) struct Table {
     shards: Vec<Mutex<HashMap<String, Arc<HttpSession>>>>,
     count: AtomicUsize,
     /// The clock sessions measure idleness against.
@@ -208,9 +209,9 @@ fn shard_of(id: &str) -> usize {
     h as usize % SHARDS
 }
 
-impl Sessions {
-    pub(crate) fn new() -> Sessions {
-        Sessions {
+impl Table {
+    pub(crate) fn new() -> Table {
+        Table {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             count: AtomicUsize::new(0),
             epoch: Instant::now(),
@@ -322,7 +323,7 @@ mod tests {
 
     #[test]
     fn table_counts_and_caps() {
-        let t = Sessions::new();
+        let t = Table::new();
         assert!(t.reserve(2));
         assert!(t.reserve(2));
         assert!(!t.reserve(2));
@@ -340,7 +341,7 @@ mod tests {
 
     #[test]
     fn idle_sessions_expire_unless_busy() {
-        let t = Sessions::new();
+        let t = Table::new();
         let srv = server();
         let idle = HttpSession::new(&srv, 8, CancellationToken::new(), t.epoch);
         let busy = HttpSession::new(&srv, 8, CancellationToken::new(), t.epoch);

@@ -9,13 +9,15 @@ use crate::respond::{
     event_stream, method_not_allowed, not_acceptable, refuse, respond, shutting_down,
     store_unavailable, stream_refused, unsupported_version,
 };
-use crate::service::Shared;
 use crate::session::HttpSession;
+use crate::sessions::{Replay, SessionBackend as _};
+use crate::shared::Shared;
 use crate::stream::Cell;
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use toolwright_jsonrpc::RequestId;
 use toolwright_protocol::ProtocolVersion;
 use toolwright_server::ReplyFuture;
 
@@ -75,25 +77,33 @@ async fn session_of(
             "{what}: this server is stateless (no sessions); use POST"
         ))));
     }
+    named_session(shared, headers, None, "Mcp-Session-Id header required").await
+}
+
+/// The live session `Mcp-Session-Id` names, or the response refusing the request (naming
+/// the request `id`): 400 without the header (saying `missing`), 404 for a session unknown
+/// or expired, 503 while the session store cannot answer.
+pub(crate) async fn named_session(
+    shared: &Shared,
+    headers: &HeaderMap,
+    id: Option<&RequestId>,
+    missing: &str,
+) -> Result<Arc<HttpSession>, Box<Response<Body>>> {
     let Some(sid) = headers.get(SESSION_ID) else {
-        return Err(Box::new(refuse(
-            StatusCode::BAD_REQUEST,
-            None,
-            "Mcp-Session-Id header required",
-        )));
+        return Err(Box::new(refuse(StatusCode::BAD_REQUEST, id, missing)));
     };
     let found = match sid.to_str() {
-        Ok(s) => crate::cluster::lookup(shared, s).await,
+        Ok(s) => shared.sessions.find(s).await,
         Err(_) => Ok(None),
     };
     match found {
         Ok(Some(hs)) => Ok(hs),
         Ok(None) => Err(Box::new(refuse(
             StatusCode::NOT_FOUND,
-            None,
+            id,
             "unknown or expired session; initialize again",
         ))),
-        Err(e) => Err(Box::new(store_unavailable(None, &e))),
+        Err(e) => Err(Box::new(store_unavailable(id, &e))),
     }
 }
 
@@ -118,58 +128,22 @@ pub(crate) async fn get(
     if shared.shutdown.is_cancelled() {
         return shutting_down();
     }
-    let resume = match headers.get(LAST_EVENT_ID) {
-        None => None,
-        Some(v) => match v.to_str().ok().and_then(parse_event_id) {
-            Some(pos) => Some(pos),
-            None => return refuse(StatusCode::BAD_REQUEST, None, "malformed Last-Event-ID"),
-        },
+    let resume = match last_event_id(headers) {
+        Ok(r) => r,
+        Err(r) => return *r,
     };
     let (stream, after) = match resume {
         Some((n, seq)) => (n, Some(seq)),
         None => (0, None),
     };
-    // With a shared store, the GET stream and streams held by other replicas are read from
-    // the store's logs.
-    let local = match &shared.cluster {
-        Some(_) if stream == 0 => None,
-        _ => hs.stream(stream),
+    let Some(Replay { cell, feeding }) = shared.sessions.replay(&hs, stream, after) else {
+        return gone();
     };
-    let (cell, feeding) = match (local, &shared.cluster) {
-        (Some(cell), _) => (cell, None),
-        (None, Some(_)) => {
-            let (cell, feeding) = crate::cluster::follow(shared, &hs, stream, after.unwrap_or(0));
-            (cell, Some(feeding))
-        }
-        (None, None) => return gone(),
-    };
-    let feeding = feeding.map(|t| t.drop_guard());
     let standalone = stream == 0;
-    if standalone && resume.is_none() && hs.get_open.swap(true, Ordering::AcqRel) {
-        return refuse(
-            StatusCode::CONFLICT,
-            None,
-            "this session already has a GET stream open",
-        );
-    }
-    let budget = if standalone {
-        Budget::Get
-    } else {
-        Budget::Reply
-    };
-    let slot = match shared.open_stream(budget, client) {
+    let slot = match claim(shared, client, &hs, standalone, resume.is_some()) {
         Ok(slot) => slot,
-        Err(full) => {
-            if standalone && resume.is_none() {
-                // Set by the swap above: no GET stream is open after all.
-                hs.get_open.store(false, Ordering::Release);
-            }
-            return stream_refused(None, full);
-        }
+        Err(r) => return *r,
     };
-    if standalone && resume.is_some() {
-        hs.get_open.store(true, Ordering::Release);
-    }
     let (ticket, before) = cell.attach(after);
     let first = primes(&hs).then(|| priming_event(stream, before, None));
     let busy = hs.busy();
@@ -195,6 +169,59 @@ pub(crate) async fn get(
     event_stream(src.into_body())
 }
 
+/// The stream and event a `Last-Event-ID` names (`None` without one); `Err`: 400 for a
+/// malformed one.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<(u32, u64)>, Box<Response<Body>>> {
+    match headers.get(LAST_EVENT_ID) {
+        None => Ok(None),
+        Some(v) => match v.to_str().ok().and_then(parse_event_id) {
+            Some(pos) => Ok(Some(pos)),
+            None => Err(Box::new(refuse(
+                StatusCode::BAD_REQUEST,
+                None,
+                "malformed Last-Event-ID",
+            ))),
+        },
+    }
+}
+
+/// Claims the budget of a GET stream: the GET budget for the `standalone` stream (one per
+/// session unless `resumed`, else 409), the reply budget for a POST stream resumed.
+fn claim(
+    shared: &Shared,
+    client: Client,
+    hs: &HttpSession,
+    standalone: bool,
+    resumed: bool,
+) -> Result<OnDrop, Box<Response<Body>>> {
+    if standalone && !resumed && hs.get_open.swap(true, Ordering::AcqRel) {
+        return Err(Box::new(refuse(
+            StatusCode::CONFLICT,
+            None,
+            "this session already has a GET stream open",
+        )));
+    }
+    let budget = if standalone {
+        Budget::Get
+    } else {
+        Budget::Reply
+    };
+    let slot = match shared.open_stream(budget, client) {
+        Ok(slot) => slot,
+        Err(full) => {
+            if standalone && !resumed {
+                // Set by the swap above: no GET stream is open after all.
+                hs.get_open.store(false, Ordering::Release);
+            }
+            return Err(Box::new(stream_refused(None, full)));
+        }
+    };
+    if standalone && resumed {
+        hs.get_open.store(true, Ordering::Release);
+    }
+    Ok(slot)
+}
+
 fn gone() -> Response<Body> {
     refuse(
         StatusCode::NOT_FOUND,
@@ -209,13 +236,8 @@ pub(crate) async fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Respons
         Ok(s) => s,
         Err(r) => return *r,
     };
-    if let Some(c) = &shared.cluster
-        && let Err(e) = c.op(c.store.delete(&hs.id)).await
-    {
-        return store_unavailable(None, &e);
+    match shared.sessions.end(&hs).await {
+        Ok(()) => respond(StatusCode::NO_CONTENT, Body::Empty),
+        Err(e) => store_unavailable(None, &e),
     }
-    if let Some(hs) = shared.sessions.remove(&hs.id) {
-        hs.close();
-    }
-    respond(StatusCode::NO_CONTENT, Body::Empty)
 }
