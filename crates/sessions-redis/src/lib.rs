@@ -16,7 +16,13 @@
 //! Appends, updates and deletes run as Lua scripts, so each is atomic. The connection is
 //! made on first use and made again after an error, so a Redis that went away and came
 //! back is used again without a restart; the subscription reconnects on its own.
+//!
+//! Layout: this file holds the store (its keys, Lua scripts and the [`SessionStore`]
+//! implementation); [`error`] holds the error of [`RedisStore::open`].
 
+pub mod error;
+
+pub use error::Error;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, Client, RedisError};
 use std::sync::Mutex;
@@ -107,8 +113,11 @@ fn unavailable(e: RedisError) -> StoreError {
 impl RedisStore {
     /// A store on the Redis at `url` (`redis://host:port/db`, `redis+unix:///path`).
     /// Nothing connects yet: the first operation does.
-    pub fn open(url: &str) -> Result<RedisStore, String> {
-        let client = Client::open(url).map_err(|e| format!("{url:?}: {e}"))?;
+    pub fn open(url: &str) -> Result<RedisStore, Error> {
+        let client = Client::open(url).map_err(|source| Error::Url {
+            url: url.to_owned(),
+            source,
+        })?;
         Ok(RedisStore {
             client,
             conn: Mutex::new(None),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 use toolwright_http::store::{Append, BusMessage, SessionRecord, StoreError, StoredEvent};
 use toolwright_http::{MemoryStore, SessionStore};
-use toolwright_sessions_redis::RedisStore;
+use toolwright_sessions_redis::{Error, RedisStore};
 
 const IDLE: Duration = Duration::from_secs(60);
 
@@ -268,5 +268,9 @@ async fn a_redis_that_hangs_times_out_then_answers_again() {
 #[test]
 fn bad_urls_are_refused() {
     let e = RedisStore::open("http://nope").unwrap_err();
-    assert!(e.contains("http://nope"), "{e}");
+    assert!(
+        matches!(&e, Error::Url { url, .. } if url == "http://nope"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("http://nope"), "{e}");
 }
