@@ -118,8 +118,9 @@ fn load_declared(
     toolwright_toolfile::builtins::Builtins,
 )> {
     // Every check is the loader's (`toolwright lint` runs the same ones).
-    let (declared, gateway, builtins) = toolwright_declared::load_set(files)
-        .map_err(|e| problems_error(e.problems(), "nothing was served"))?;
+    let (declared, gateway, builtins) =
+        toolwright_declared::load_set(files, toolwright_tools::NAMES)
+            .map_err(|e| problems_error(e.problems(), "nothing was served"))?;
     for w in &gateway.warnings {
         eprintln!("toolwright: warning: {w}");
     }

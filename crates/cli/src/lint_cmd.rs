@@ -184,7 +184,7 @@ fn lint_set(
         }
     }
     // Every check `serve --config` makes, run by the same function.
-    let checked = toolwright_declared::check_documents(&docs);
+    let checked = toolwright_declared::check_documents(&docs, toolwright_tools::NAMES);
     let problems = checked.problems;
     let config = checked.config;
     for w in config.iter().flat_map(|c| &c.warnings) {

@@ -2,10 +2,10 @@
 //! result). The file's errors (load, compile, templates) are the tool file crate's, re-exported
 //! here.
 
-use crate::template::RenderError;
 use std::fmt;
 use std::time::Duration;
 pub use toolwright_toolfile::error::*;
+use toolwright_toolfile::template::RenderError;
 
 /// Which output stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 //!
 //! The file itself (its model, placeholders, what actions need of `inputSchema`, reading
 //! and placing problems, the rules lint shares) is `toolwright-toolfile`, which builds
-//! without tokio; its modules are re-exported here under the same names.
+//! without tokio; use its modules by their own paths (`toolwright_toolfile::template`).
 //!
 //! Layout:
 //! - [`command`], [`http`]: the two actions.
@@ -28,8 +28,6 @@ pub mod load;
 pub mod shape;
 pub mod tool;
 pub mod watch;
-
-pub use toolwright_toolfile::{input, model, paths, rules, template};
 
 use serde_json::{Map, Value};
 use std::path::PathBuf;

@@ -93,7 +93,10 @@ pub struct Checked {
 /// loads them: the tools compile and no two share a name ([`compile_all`]), the gateway's
 /// settings are good ([`toolwright_toolfile::read_config`]), and `builtins:` names built-in
 /// tools that no declared tool shadows ([`toolwright_toolfile::builtins::read`]).
-pub fn check_documents(docs: &[Document]) -> Checked {
+///
+/// `builtin_names` are the built-in tools the server has (the binary passes
+/// `toolwright_tools::NAMES`): `builtins:` may name only those.
+pub fn check_documents(docs: &[Document], builtin_names: &[&str]) -> Checked {
     let (tools, mut problems) = compile_all(docs);
     let add = |e: LoadError, problems: &mut Vec<FileProblem>| {
         for p in e.problems() {
@@ -105,7 +108,7 @@ pub fn check_documents(docs: &[Document]) -> Checked {
     let config = toolwright_toolfile::read_config(docs)
         .map_err(|e| add(e, &mut problems))
         .ok();
-    let builtins = toolwright_toolfile::builtins::read(docs, toolwright_tools::NAMES)
+    let builtins = toolwright_toolfile::builtins::read(docs, builtin_names)
         .map_err(|e| add(e, &mut problems))
         .ok();
     Checked {
@@ -117,7 +120,8 @@ pub fn check_documents(docs: &[Document]) -> Checked {
 }
 
 /// Reads `files` and loads them as a set, all or nothing ([`check_documents`]): the tools,
-/// the gateway's settings and the built-in tools to serve (all of them without files).
+/// the gateway's settings and the built-in tools to serve (all of them without files), of
+/// the server's `builtin_names`.
 ///
 /// # Errors
 ///
@@ -125,9 +129,10 @@ pub fn check_documents(docs: &[Document]) -> Checked {
 /// parsed, and everything [`check_documents`] refuses.
 pub fn load_set(
     files: &[PathBuf],
+    builtin_names: &[&str],
 ) -> Result<(Vec<Arc<DeclaredTool>>, GatewayConfig, Builtins), LoadError> {
     let (docs, mut problems) = read_all(files);
-    let checked = check_documents(&docs);
+    let checked = check_documents(&docs, builtin_names);
     problems.extend(checked.problems);
     match (checked.config, checked.builtins) {
         (Some(config), Some(builtins)) if problems.is_empty() => {

@@ -4,8 +4,6 @@
 use crate::command::CommandAction;
 use crate::error::{Problem, Seg};
 use crate::http::HttpAction;
-use crate::input::InputInfo;
-use crate::model::ToolSpec;
 use crate::shape::{Shaped, Shaper};
 use crate::{Output, RunContext};
 use serde_json::{Map, Value, json};
@@ -15,6 +13,8 @@ use std::time::Duration;
 use toolwright_protocol::{CallToolResult, Content, Tool as ToolDefinition};
 use toolwright_server::registry::Entry;
 use toolwright_server::{RegisterError, Tool, ToolContext, ToolFuture};
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::model::ToolSpec;
 
 /// How long an action may run when the tool does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,17 +74,23 @@ impl DeclaredTool {
     ///
     /// The first [`Problem`] found, with where in the tool it is.
     pub fn compile(value: &Value) -> Result<DeclaredTool, Problem> {
-        let spec: ToolSpec = crate::rules::read_spec(value)?;
+        let spec: ToolSpec = toolwright_toolfile::rules::read_spec(value)?;
         let (definition, output) = definition_of(&spec)?;
         let input = InputInfo::of(&definition.input_schema);
         let action = match (&spec.command, &spec.http) {
             (Some(c), None) => Action::Command(CommandAction::compile(c, &input)?),
             (None, Some(h)) => Action::Http(HttpAction::compile(h, &input)?),
             (Some(_), Some(_)) => {
-                return Err(Problem::new(["http"], crate::rules::TWO_ACTIONS));
+                return Err(Problem::new(
+                    ["http"],
+                    toolwright_toolfile::rules::TWO_ACTIONS,
+                ));
             }
             (None, None) => {
-                return Err(Problem::new(Vec::<Seg>::new(), crate::rules::NO_ACTION));
+                return Err(Problem::new(
+                    Vec::<Seg>::new(),
+                    toolwright_toolfile::rules::NO_ACTION,
+                ));
             }
         };
         let shaper = Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?;
@@ -201,7 +207,7 @@ fn definition_of(
     put("annotations", spec.annotations.clone().map(Value::Object));
     put("icons", spec.icons.clone());
     put("_meta", spec.meta.clone().map(Value::Object));
-    let definition: ToolDefinition = crate::rules::read_value(&Value::Object(wire))?;
+    let definition: ToolDefinition = toolwright_toolfile::rules::read_value(&Value::Object(wire))?;
     // The registry's own checks (name, root type, schemas that compile), run now so a
     // problem points into the file rather than surfacing at registration.
     let probe = Arc::new(DefinitionOnly(definition.clone()));

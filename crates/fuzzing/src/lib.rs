@@ -395,7 +395,7 @@ pub fn toolfile(data: &[u8]) {
         }
     };
     let docs = [doc];
-    let checked = check_documents(&docs);
+    let checked = check_documents(&docs, toolwright_tools::NAMES);
     for p in &checked.problems {
         assert_eq!(p.file, file, "{p} names another file");
         assert_placed(p, text);
@@ -609,7 +609,7 @@ pub fn config_merge(data: &[u8]) {
         return;
     }
     let check = |docs: &[Document]| {
-        let checked = check_documents(docs);
+        let checked = check_documents(docs, toolwright_tools::NAMES);
         for p in &checked.problems {
             let doc = docs
                 .iter()

@@ -1,6 +1,7 @@
 //! The crate's errors: a file that cannot be loaded ([`LoadError`], with file, line and
 //! column), a tool that cannot be compiled ([`Problem`], with where in the tool), a template
-//! that does not parse ([`TemplateError`]).
+//! that does not parse ([`TemplateError`]), a `{name:path}` value that is not opened
+//! ([`PathError`]).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -15,6 +16,82 @@ pub struct TemplateError {
     pub at: usize,
     /// What is wrong.
     pub reason: String,
+}
+
+/// Why a `{name:path}` value is not opened beneath the server's roots.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// One call names more paths than it may hold descriptors for.
+    #[error("more than {max} paths in one call")]
+    TooMany {
+        /// The limit ([`crate::paths::MAX_PATHS`]).
+        max: usize,
+    },
+    /// The server has no roots.
+    #[error("the server has no roots to resolve a path in")]
+    NoRoots,
+    /// The value is empty.
+    #[error("an empty path")]
+    Empty,
+    /// An absolute path in none of the roots.
+    #[error("{value:?} is outside the server's roots")]
+    Outside {
+        /// The value.
+        value: String,
+    },
+    /// The root itself cannot be opened.
+    #[error("cannot open the root {}: {errno}", root.display())]
+    Root {
+        /// The root.
+        root: PathBuf,
+        /// What the kernel said.
+        errno: rustix::io::Errno,
+    },
+    /// Resolving it left the root (`..` or a symbolic link pointing out).
+    #[error("{value:?} leads outside the server's roots")]
+    LeadsOutside {
+        /// The value.
+        value: String,
+    },
+    /// Neither it nor (for a file to create) its parent exists.
+    #[error("{value:?} does not exist")]
+    Missing {
+        /// The value.
+        value: String,
+    },
+    /// A file to create whose name is not UTF-8.
+    #[error("{value:?} is not UTF-8")]
+    NotUtf8 {
+        /// The value.
+        value: String,
+    },
+    /// A part of it is not a directory.
+    #[error("{value:?}: a part of it is not a directory")]
+    NotDirectory {
+        /// The value.
+        value: String,
+    },
+    /// Too many symbolic links on the way.
+    #[error("{value:?}: too many symbolic links")]
+    Loop {
+        /// The value.
+        value: String,
+    },
+    /// The kernel has no `openat2` (or a sandbox refuses it).
+    #[error("{value:?}: this kernel cannot resolve paths beneath a directory (openat2)")]
+    Unsupported {
+        /// The value.
+        value: String,
+    },
+    /// Any other error of the kernel's.
+    #[error("{value:?}: {errno}")]
+    Other {
+        /// The value.
+        value: String,
+        /// What the kernel said.
+        errno: rustix::io::Errno,
+    },
 }
 
 /// One step of a path into a tool's definition (`command`, `3`).

@@ -7,6 +7,8 @@
 //! Layout:
 //! - [`model`]: the file's shape, as serde reads it.
 //! - [`template`]: placeholders (`{arg}`, `{arg:dash}`, `{arg:path}`, `{arg...}`, `${VAR}`).
+//! - [`fill`]: the one filler of templates, each piece through the caller's hook (encode,
+//!   check, mark secret).
 //! - [`input`]: what actions need of `inputSchema`.
 //! - [`paths`]: `{name:path}` arguments opened beneath the roots, handed over as descriptors.
 //! - [`rules`]: what the loader and `toolwright lint` both read of a spec without compiling
@@ -31,6 +33,7 @@ pub mod builtins;
 pub mod config;
 pub mod document;
 pub mod error;
+pub mod fill;
 pub mod input;
 pub mod json;
 mod locate;

@@ -14,6 +14,7 @@
 //! which the kernel resolves to the directory checked and then the plain name in it, so that
 //! case cannot be redirected either.
 
+use crate::error::PathError;
 use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
 use rustix::io::Errno;
 use std::os::fd::OwnedFd;
@@ -58,10 +59,10 @@ impl<'r> Paths<'r> {
     ///
     /// # Errors
     ///
-    /// What is wrong, for the call's error text.
-    pub fn open(&mut self, value: &str) -> Result<String, String> {
+    /// [`PathError`]: what is wrong, for the call's error text.
+    pub fn open(&mut self, value: &str) -> Result<String, PathError> {
         if self.held.len() >= MAX_PATHS {
-            return Err(format!("more than {MAX_PATHS} paths in one call"));
+            return Err(PathError::TooMany { max: MAX_PATHS });
         }
         let (fd, name) = open_beneath(value, self.roots)?;
         let n = FIRST_CHILD_FD + i32::try_from(self.held.len()).unwrap_or(i32::MAX - 3);
@@ -74,19 +75,22 @@ impl<'r> Paths<'r> {
 }
 
 /// Opens `value` beneath `roots`: the path itself, or its parent and the name to create.
-fn open_beneath(value: &str, roots: &[PathBuf]) -> Result<(OwnedFd, Option<String>), String> {
+fn open_beneath(value: &str, roots: &[PathBuf]) -> Result<(OwnedFd, Option<String>), PathError> {
     let Some(first) = roots.first() else {
-        return Err("the server has no roots to resolve a path in".into());
+        return Err(PathError::NoRoots);
     };
     if value.is_empty() {
-        return Err("an empty path".into());
+        return Err(PathError::Empty);
     }
+    let value_owned = || value.to_owned();
     let path = Path::new(value);
     let (root, rel) = if path.is_absolute() {
         let found = roots
             .iter()
             .find_map(|r| path.strip_prefix(r).ok().map(|rel| (r, rel.to_path_buf())));
-        found.ok_or_else(|| format!("{value:?} is outside the server's roots"))?
+        found.ok_or_else(|| PathError::Outside {
+            value: value_owned(),
+        })?
     } else {
         (first, path.to_path_buf())
     };
@@ -95,7 +99,10 @@ fn open_beneath(value: &str, roots: &[PathBuf]) -> Result<(OwnedFd, Option<Strin
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("cannot open the root {}: {e}", root.display()))?;
+    .map_err(|errno| PathError::Root {
+        root: root.clone(),
+        errno,
+    })?;
     let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
     let flags = OFlags::PATH | OFlags::CLOEXEC;
     match openat2(&dir, or_dot(&rel), flags, Mode::empty(), how) {
@@ -105,11 +112,13 @@ fn open_beneath(value: &str, roots: &[PathBuf]) -> Result<(OwnedFd, Option<Strin
             let (Some(parent), Some(Component::Normal(name))) =
                 (rel.parent(), rel.components().next_back())
             else {
-                return Err(format!("{value:?} does not exist"));
+                return Err(PathError::Missing {
+                    value: value_owned(),
+                });
             };
-            let name = name
-                .to_str()
-                .ok_or_else(|| format!("{value:?} is not UTF-8"))?;
+            let name = name.to_str().ok_or_else(|| PathError::NotUtf8 {
+                value: value_owned(),
+            })?;
             let fd = openat2(
                 &dir,
                 or_dot(parent),
@@ -133,16 +142,15 @@ fn or_dot(p: &Path) -> &Path {
     }
 }
 
-fn explain(value: &str, e: Errno) -> String {
+fn explain(value: &str, e: Errno) -> PathError {
+    let value = value.to_owned();
     match e {
-        Errno::XDEV => format!("{value:?} leads outside the server's roots"),
-        Errno::NOENT => format!("{value:?} does not exist"),
-        Errno::NOTDIR => format!("{value:?}: a part of it is not a directory"),
-        Errno::LOOP => format!("{value:?}: too many symbolic links"),
-        Errno::NOSYS | Errno::PERM => {
-            format!("{value:?}: this kernel cannot resolve paths beneath a directory (openat2)")
-        }
-        other => format!("{value:?}: {other}"),
+        Errno::XDEV => PathError::LeadsOutside { value },
+        Errno::NOENT => PathError::Missing { value },
+        Errno::NOTDIR => PathError::NotDirectory { value },
+        Errno::LOOP => PathError::Loop { value },
+        Errno::NOSYS | Errno::PERM => PathError::Unsupported { value },
+        errno => PathError::Other { value, errno },
     }
 }
 
@@ -152,7 +160,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     /// What the kernel reached for `value`: the descriptor's path, plus the name to create.
-    fn reached(value: &str, roots: &[PathBuf]) -> Result<PathBuf, String> {
+    fn reached(value: &str, roots: &[PathBuf]) -> Result<PathBuf, PathError> {
         let (fd, name) = open_beneath(value, roots)?;
         let at = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
         Ok(name.map_or_else(|| at.clone(), |n| at.join(n)))
@@ -169,7 +177,7 @@ mod tests {
         std::os::unix::fs::symlink("../../../../../../etc/passwd", root.join("up")).unwrap();
         let roots = vec![root.clone()];
         let ok = |v: &str| reached(v, &roots).unwrap();
-        let bad = |v: &str| reached(v, &roots).unwrap_err();
+        let bad = |v: &str| reached(v, &roots).unwrap_err().to_string();
         let a = root.join("sub/a.txt");
         assert_eq!(ok("sub/a.txt"), a);
         assert_eq!(ok("in/a.txt"), a);
@@ -209,6 +217,6 @@ mod tests {
             })
             .collect();
         assert_eq!(held, [(3, root.join("a")), (4, root.clone()), (5, root)]);
-        assert!(Paths::new(&[]).open("a").unwrap_err().contains("no roots"));
+        assert_eq!(Paths::new(&[]).open("a"), Err(PathError::NoRoots));
     }
 }

@@ -8,9 +8,11 @@
 //! server's environment variable `VAR`; `{{` and `}}` are literal braces. A template is
 //! parsed once, when the file is loaded; a call only
 //! fills it in, and each argument's value stays one piece of data wherever it lands: the
-//! caller of [`Template::render`] decides how a value is encoded for its position.
+//! caller decides how a value is encoded for its position, through the hook it gives
+//! [`crate::fill::fill`].
 
 use crate::error::TemplateError;
+use crate::fill::{Env, Hook, Piece, Placed, Source, fill};
 use crate::paths::Paths;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -47,9 +49,8 @@ pub struct ArgRef {
 }
 
 impl ArgRef {
-    /// The text of one value for this placeholder: a scalar's text (for `:path`, opened in
-    /// `paths` and named `/dev/fd/N`), refused when it starts with `-` at the start of an
-    /// argument (`starts_argument`) unless `:dash`, or when it holds a NUL.
+    /// The text of one value for this placeholder: a scalar's text checked by
+    /// [`ArgRef::check_text`].
     ///
     /// # Errors
     ///
@@ -60,16 +61,33 @@ impl ArgRef {
         starts_argument: bool,
         paths: &mut Paths<'_>,
     ) -> Result<Cow<'v, str>, RenderError> {
-        let mut text = scalar_text(&self.name, value)?;
+        self.check_text(scalar_text(&self.name, value)?, starts_argument, paths)
+    }
+
+    /// An argument's `text` where a program reads it (an argv element, a variable, stdin):
+    /// for `:path`, opened in `paths` and named `/dev/fd/N`; refused when it starts with `-`
+    /// at the start of an argument (`starts_argument`) unless `:dash`, or when it holds a
+    /// NUL.
+    ///
+    /// # Errors
+    ///
+    /// [`RenderError`], naming the argument.
+    pub fn check_text<'v>(
+        &self,
+        mut text: Cow<'v, str>,
+        starts_argument: bool,
+        paths: &mut Paths<'_>,
+    ) -> Result<Cow<'v, str>, RenderError> {
+        let nul = || RenderError::Nul {
+            name: self.name.clone(),
+        };
         if self.path {
             if text.contains('\0') {
-                return Err(RenderError::Nul {
-                    name: self.name.clone(),
-                });
+                return Err(nul());
             }
-            let opened = paths.open(&text).map_err(|reason| RenderError::Refused {
+            let opened = paths.open(&text).map_err(|source| RenderError::Path {
                 name: self.name.clone(),
-                reason,
+                source,
             })?;
             text = Cow::Owned(opened);
         }
@@ -79,11 +97,44 @@ impl ArgRef {
             });
         }
         if text.contains('\0') {
-            return Err(RenderError::Nul {
-                name: self.name.clone(),
-            });
+            return Err(nul());
         }
         Ok(text)
+    }
+}
+
+/// The [`Hook`] of a position a program reads (an argv element, a variable's value, stdin,
+/// a working directory): each argument checked by [`ArgRef::check_text`] then passed
+/// through `encode`; literals and `${VAR}` as written, variables marked secret.
+struct ProgramText<'e, 'p, 'r> {
+    encode: Encoder<'e>,
+    paths: &'p mut Paths<'r>,
+}
+
+/// A caller's encoding of an argument's text, which may refuse it.
+pub type Encoder<'e> = &'e dyn Fn(&str) -> Result<Cow<'_, str>, Refusal>;
+
+/// Why an [`Encoder`] refused a value (the argument is named by [`RenderError::Refused`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refusal {
+    /// Why, without the value.
+    pub reason: String,
+}
+
+impl Hook for ProgramText<'_, '_, '_> {
+    type Error = RenderError;
+
+    fn place<'a>(&mut self, piece: Piece<'a>) -> Result<Placed<'a>, RenderError> {
+        let Source::Arg(a) = piece.source else {
+            return Ok(Placed::marked(piece.source, piece.text));
+        };
+        let text = a.check_text(piece.text, piece.at_start, self.paths)?;
+        let encoded = (self.encode)(&text).map_err(|r| RenderError::Refused {
+            name: a.name.clone(),
+            reason: r.reason,
+        })?;
+        Ok(Placed::plain(Cow::Owned(encoded.into_owned())))
     }
 }
 
@@ -119,6 +170,14 @@ pub enum RenderError {
     MissingEnv {
         /// The variable.
         var: String,
+    },
+    /// A `{name:path}` value that is not opened beneath the server's roots.
+    #[error("argument `{name}`: {source}")]
+    Path {
+        /// The argument.
+        name: String,
+        /// Why.
+        source: crate::error::PathError,
     },
     /// The position's encoder refused the value (see its message).
     #[error("argument `{name}`: {reason}")]
@@ -299,11 +358,14 @@ impl Template {
         self.args().all(|a| present(args, &a.name))
     }
 
-    /// Fills the template in; `None` when an argument it names is absent or null.
+    /// Fills the template in for a position a program reads; `None` when an argument it
+    /// names is absent or null.
     ///
     /// Each argument's text goes through `encode`, which may refuse it; literals are used as
     /// written. A value starting with `-` is refused when it would start the result and the
-    /// placeholder is not marked `:dash`.
+    /// placeholder is not marked `:dash`. This is [`fill`] with that position's hook; a
+    /// caller with other needs (percent-encoding, a header's check) calls [`fill`] with its
+    /// own.
     ///
     /// # Errors
     ///
@@ -311,8 +373,8 @@ impl Template {
     pub fn render(
         &self,
         args: &Map<String, Value>,
-        env: &dyn Fn(&str) -> Option<String>,
-        encode: &dyn Fn(&str) -> Result<Cow<'_, str>, String>,
+        env: Env<'_>,
+        encode: Encoder<'_>,
     ) -> Result<Option<String>, RenderError> {
         self.render_in(args, env, encode, &mut Paths::new(&[]))
     }
@@ -326,32 +388,16 @@ impl Template {
     pub fn render_in(
         &self,
         args: &Map<String, Value>,
-        env: &dyn Fn(&str) -> Option<String>,
-        encode: &dyn Fn(&str) -> Result<Cow<'_, str>, String>,
+        env: Env<'_>,
+        encode: Encoder<'_>,
         paths: &mut Paths<'_>,
     ) -> Result<Option<String>, RenderError> {
-        let mut out = String::new();
-        for part in &self.parts {
-            match part {
-                Part::Literal(l) => out.push_str(l),
-                Part::Env(var) => match env(var) {
-                    Some(v) => out.push_str(&v),
-                    None => return Err(RenderError::MissingEnv { var: var.clone() }),
-                },
-                Part::Arg(a) => {
-                    let Some(value) = args.get(&a.name).filter(|v| !v.is_null()) else {
-                        return Ok(None);
-                    };
-                    let text = a.value_text(value, out.is_empty(), paths)?;
-                    let encoded = encode(&text).map_err(|reason| RenderError::Refused {
-                        name: a.name.clone(),
-                        reason,
-                    })?;
-                    out.push_str(&encoded);
-                }
-            }
-        }
-        if out.contains('\0') {
+        let mut hook = ProgramText { encode, paths };
+        let Some(filled) = fill(&self.parts, args, env, &mut hook)? else {
+            return Ok(None);
+        };
+        // A literal or a variable may hold a NUL too; no program can be handed one.
+        if filled.text.contains('\0') {
             let name = self
                 .args()
                 .next()
@@ -359,7 +405,7 @@ impl Template {
                 .unwrap_or_default();
             return Err(RenderError::Nul { name });
         }
-        Ok(Some(out))
+        Ok(Some(filled.text))
     }
 }
 

@@ -9,8 +9,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use toolwright_declared::model::OutputSpec;
 use toolwright_declared::shape::{CHILD_ARG, Shaped, Shaper, use_child_runner_at};
+use toolwright_toolfile::model::OutputSpec;
 
 /// One jq child at a time from this file: timings stay meaningful on a busy machine, and the
 /// process scan in `wall_deadline_kills_the_child` sees only its own.

@@ -3,14 +3,14 @@
 
 use super::parse;
 use crate::error::{Problem, RunError, Seg};
-use crate::input::InputInfo;
-use crate::model::ArgvElement;
-use crate::paths::Paths;
-use crate::template::{RenderError, Template, present};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::Path;
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::model::ArgvElement;
+use toolwright_toolfile::paths::Paths;
+use toolwright_toolfile::template::{Refusal, RenderError, Template, present};
 
 /// One compiled argv element after the program.
 #[derive(Debug)]
@@ -161,7 +161,7 @@ fn compile_program(e: &ArgvElement, at: &[Seg]) -> Result<String, Problem> {
         .parts()
         .iter()
         .filter_map(|p| match p {
-            crate::template::Part::Literal(l) => Some(l.as_str()),
+            toolwright_toolfile::template::Part::Literal(l) => Some(l.as_str()),
             _ => None,
         })
         .collect();
@@ -177,7 +177,7 @@ fn compile_program(e: &ArgvElement, at: &[Seg]) -> Result<String, Problem> {
 }
 
 /// Identity encoding: argv elements carry values as they are.
-pub(super) fn verbatim(s: &str) -> Result<Cow<'_, str>, String> {
+pub(super) fn verbatim(s: &str) -> Result<Cow<'_, str>, Refusal> {
     Ok(Cow::Borrowed(s))
 }
 
@@ -264,8 +264,8 @@ fn push(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::CommandSpec;
     use serde_json::json;
+    use toolwright_toolfile::model::CommandSpec;
 
     fn input() -> InputInfo {
         InputInfo::of(&json!({

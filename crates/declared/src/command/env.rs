@@ -4,26 +4,16 @@
 use super::argv::{server_env, verbatim};
 use super::data_template;
 use crate::error::{Problem, RunError, Seg};
-use crate::input::InputInfo;
-use crate::paths::Paths;
-use crate::template::Template;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::paths::Paths;
+use toolwright_toolfile::template::Template;
 
-/// Copied from the server's environment when set.
-pub const ALLOWED: [&str; 10] = [
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_MESSAGES",
-    "TZ",
-    "TMPDIR",
-    "USER",
-    "LOGNAME",
-];
+/// Copied from the server's environment when set (the tool file's rule, shared with the
+/// gateway's stdio servers).
+pub use toolwright_toolfile::rules::ALLOWED_ENV as ALLOWED;
 
 /// PATH when the server has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -125,9 +115,9 @@ impl EnvPlan {
 
 #[cfg(test)]
 mod tests {
-    use crate::input::InputInfo;
-    use crate::model::CommandSpec;
     use serde_json::{Value, json};
+    use toolwright_toolfile::input::InputInfo;
+    use toolwright_toolfile::model::CommandSpec;
 
     /// Compiles `command`: "ok" or the problem, which must start as `want`.
     fn refuses(command: Value, want: &str) {

@@ -42,12 +42,12 @@ pub use tree::become_subreaper;
 mod tests;
 
 use crate::error::{Problem, RunError, Seg};
-use crate::input::InputInfo;
-use crate::model::CommandSpec;
-use crate::template::Template;
 use crate::{Output, RunContext};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::model::CommandSpec;
+use toolwright_toolfile::template::Template;
 
 /// Default cap on stdout: 1 MiB.
 const MAX_STDOUT: u64 = 1 << 20;

@@ -6,7 +6,6 @@
 use super::tree::{self, Tree};
 use super::{CommandAction, argv, cwd};
 use crate::error::{RunError, Stream};
-use crate::paths::Paths;
 use crate::{Output, RunContext};
 use command_fds::{CommandFdExt, FdMapping};
 use rustix::process::Pid;
@@ -18,6 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::time::Instant;
+use toolwright_toolfile::paths::Paths;
 
 /// How much of stderr goes into a failure's text.
 const TAIL: usize = 2048;

@@ -9,8 +9,8 @@
 
 use super::argv::{Elem, template_at};
 use crate::error::{Problem, Seg};
-use crate::rules::shell_of;
-use crate::template::{Part, Template};
+use toolwright_toolfile::rules::shell_of;
+use toolwright_toolfile::template::{Part, Template};
 
 /// The text of a template that holds no placeholder, or the literal text it starts with.
 fn literal_start(t: &Template) -> (&str, bool) {
@@ -81,9 +81,9 @@ fn refusal(at: &[Seg]) -> Problem {
 
 #[cfg(test)]
 mod tests {
-    use crate::input::InputInfo;
-    use crate::model::CommandSpec;
     use serde_json::{Value, json};
+    use toolwright_toolfile::input::InputInfo;
+    use toolwright_toolfile::model::CommandSpec;
 
     /// Compiles `argv`: "ok", "refused at PATH" for an inline script, or the other problem.
     fn verdict(argv: Value, want: &str) {

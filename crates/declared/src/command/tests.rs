@@ -4,14 +4,14 @@
 
 use super::CommandAction;
 use crate::error::{RunError, Stream};
-use crate::input::InputInfo;
-use crate::model::CommandSpec;
-use crate::template::RenderError;
 use crate::{Output, RunContext};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::model::CommandSpec;
+use toolwright_toolfile::template::RenderError;
 
 struct Sandbox {
     _tmp: tempfile::TempDir,

@@ -6,9 +6,9 @@
 
 use super::encode::{self, Env};
 use crate::error::{Problem, RunError, Seg};
-use crate::input::InputInfo;
-use crate::template::Template;
 use serde_json::{Map, Value};
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::template::Template;
 
 /// A compiled `body:`.
 #[derive(Debug, Clone)]

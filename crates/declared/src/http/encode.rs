@@ -1,43 +1,50 @@
-//! Encoding a value for where it lands: a path segment or a query component (everything
-//! but RFC 3986's unreserved characters percent-encoded), a header value (checked, never
-//! altered), and filling a template's placeholders through such an encoder.
+//! Encoding a value for where it lands in a request: a path segment or a query component
+//! (everything but RFC 3986's unreserved characters percent-encoded), a header value
+//! (checked, never altered), and the [`Hook`]s that fill a template's pieces so
+//! ([`toolwright_toolfile::fill`] walks the pieces).
 
 use crate::error::RunError;
-use crate::template::{Part, RenderError, Template, scalar_text};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
+use toolwright_toolfile::fill::{self, Filled, Hook, Piece, Placed, Source, Verbatim};
+use toolwright_toolfile::template::{Part, Template};
 
 /// Reads the server's environment (`${VAR}`).
 pub(crate) type Env<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
 
-const HEX: &[u8; 16] = b"0123456789ABCDEF";
+/// Everything but RFC 3986 `unreserved` (letters, digits, `-`, `.`, `_`, `~`) is escaped.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
-/// RFC 3986 `unreserved`: letters, digits, `-`, `.`, `_`, `~`.
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
-}
+/// What author-written URL text keeps beside unreserved: sub-delims, `:` and `@`.
+const LITERAL: &AsciiSet = &UNRESERVED
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b':')
+    .remove(b'@');
 
-/// Percent-encodes every byte of `text` (as UTF-8) that is not unreserved.
-pub(crate) fn encode_unreserved(text: &str, out: &mut String) {
-    for &b in text.as_bytes() {
-        if is_unreserved(b) {
-            out.push(b as char);
-        } else {
-            push_escape(b, out);
-        }
-    }
-}
+/// What author-written text keeps in a URL's path: [`LITERAL`]'s and `/`.
+pub(crate) const PATH_TEXT: &AsciiSet = &LITERAL.remove(b'/');
 
-fn push_escape(b: u8, out: &mut String) {
-    out.push('%');
-    out.push(HEX[usize::from(b >> 4)] as char);
-    out.push(HEX[usize::from(b & 15)] as char);
-}
+/// What author-written text keeps in a URL's query: [`PATH_TEXT`]'s and `?`.
+pub(crate) const QUERY_TEXT: &AsciiSet = &PATH_TEXT.remove(b'?');
 
 /// A value as one path segment's text: `/` → `%2F`, `?` → `%3F`, `%` → `%25`, …
 pub(crate) fn segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    encode_unreserved(text, &mut out);
-    out
+    utf8_percent_encode(text, UNRESERVED).to_string()
 }
 
 /// A value as a query component (a name or a value): `&`, `=`, `+`, `#`, `%` and space
@@ -46,115 +53,79 @@ pub(crate) fn component(text: &str) -> String {
     segment(text)
 }
 
-/// Author-written URL text, kept as written where a URI allows it there (`extra` lists the
-/// characters allowed beside unreserved, sub-delims, `:` and `@`); anything else (a space,
-/// non-ASCII, `"`, `<`, a `%` not starting an escape) is percent-encoded.
-pub(crate) fn literal(text: &str, extra: &[u8], out: &mut String) {
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape = b == b'%'
-            && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
-        let keep =
-            is_unreserved(b) || escape || b"!$&'()*+,;=:@".contains(&b) || extra.contains(&b);
-        if keep {
-            out.push(b as char);
-        } else {
-            push_escape(b, out);
+/// Author-written URL text, kept as written where a URI allows it there (`set` escapes
+/// all but unreserved, sub-delims, `:`, `@` and what the part allows beside them:
+/// [`PATH_TEXT`], [`QUERY_TEXT`]); anything else (a space, non-ASCII, `"`, `<`, a `%` not
+/// starting an escape) is percent-encoded.
+pub(crate) fn literal(text: &str, set: &'static AsciiSet, out: &mut String) {
+    let mut rest = text;
+    // `%` is in the set, so an escape the author wrote is copied here, not re-encoded.
+    while let Some(i) = rest.find('%') {
+        out.extend(utf8_percent_encode(&rest[..i], set));
+        let escape = rest
+            .get(i..i + 3)
+            .filter(|e| e.bytes().skip(1).all(|b| b.is_ascii_hexdigit()));
+        match escape {
+            Some(e) => {
+                out.push_str(e);
+                rest = &rest[i + 3..];
+            }
+            None => {
+                out.push_str("%25");
+                rest = &rest[i + 1..];
+            }
         }
     }
+    out.extend(utf8_percent_encode(rest, set));
 }
 
-/// What a filled template carried: its text, and which of it came from `${VAR}`.
-///
-/// Secrets are marked here, where they enter: whatever shows a filled text (a span's
-/// `url.full`, a log line, an error) or sends it somewhere the tool did not name (a
-/// redirect) asks these marks what it may not show or send.
-#[derive(Debug)]
-pub(crate) struct Filled {
-    /// The text.
-    pub text: String,
-    /// Some of it is the server's environment (a secret: never shown).
-    pub secret: bool,
-    /// Where each `${VAR}`'s text is in `text` (byte ranges, as encoded).
-    pub secrets: Vec<std::ops::Range<usize>>,
-}
+/// The hook of a URL's path or query: the author's text as compiled (already in URI form),
+/// each argument's and variable's text through `encode` ([`segment`] or [`component`]),
+/// each variable marked secret.
+pub(crate) struct UrlPart(pub fn(&str) -> String);
 
-impl Filled {
-    /// Whether any byte of `range` (of [`Filled::text`]) came from `${VAR}`.
-    pub(crate) fn holds_secret(&self, range: &std::ops::Range<usize>) -> bool {
-        self.secrets
-            .iter()
-            .any(|s| s.start < range.end && range.start < s.end)
+impl Hook for UrlPart {
+    type Error = RunError;
+
+    fn place<'a>(&mut self, piece: Piece<'a>) -> Result<Placed<'a>, RunError> {
+        let text = match piece.source {
+            Source::Literal => piece.text,
+            _ => Cow::Owned((self.0)(&piece.text)),
+        };
+        Ok(Placed::marked(piece.source, text))
     }
 }
 
-/// Where a piece of a filled template came from, for a checker's message.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Source<'a> {
-    /// The author's text.
-    Literal,
-    /// An argument.
-    Arg(&'a str),
-    /// `${VAR}`.
-    Env(&'a str),
+/// The hook of a header's value: every piece checked by [`check_header_piece`], never
+/// altered; each variable marked secret (the value is then sent as sensitive).
+pub(crate) struct HeaderPiece<'n>(pub &'n str);
+
+impl Hook for HeaderPiece<'_> {
+    type Error = RunError;
+
+    fn place<'a>(&mut self, piece: Piece<'a>) -> Result<Placed<'a>, RunError> {
+        check_header_piece(self.0, piece.source, &piece.text)?;
+        Ok(Placed::marked(piece.source, piece.text))
+    }
 }
 
-/// Fills `parts`: literals as written, each argument's and variable's text through
-/// `encode`; `None` when an argument is absent or null. `check` sees every piece with its
-/// source first and may refuse it.
-///
-/// # Errors
-///
-/// [`RunError`] from `check`, an unset variable, or an array or object argument.
-pub(crate) fn fill(
+/// Fills `parts` through `hook` ([`fill::fill`] with the server's environment).
+pub(crate) fn fill<H: Hook<Error = RunError>>(
     parts: &[Part],
     args: &Map<String, Value>,
     env: Env<'_>,
-    encode: &dyn Fn(&str) -> String,
-    check: &mut dyn FnMut(Source<'_>, &str) -> Result<(), RunError>,
+    hook: &mut H,
 ) -> Result<Option<Filled>, RunError> {
-    let mut text = String::new();
-    let mut secret = false;
-    let mut secrets = Vec::new();
-    for part in parts {
-        match part {
-            Part::Literal(l) => {
-                check(Source::Literal, l)?;
-                text.push_str(l);
-            }
-            Part::Env(var) => {
-                let value = env(var).ok_or_else(|| RenderError::MissingEnv { var: var.clone() })?;
-                check(Source::Env(var), &value)?;
-                let start = text.len();
-                text.push_str(&encode(&value));
-                secrets.push(start..text.len());
-                secret = true;
-            }
-            Part::Arg(a) => {
-                let Some(value) = args.get(&a.name).filter(|v| !v.is_null()) else {
-                    return Ok(None);
-                };
-                let value = scalar_text(&a.name, value)?;
-                check(Source::Arg(&a.name), &value)?;
-                text.push_str(&encode(&value));
-            }
-        }
-    }
-    Ok(Some(Filled {
-        text,
-        secret,
-        secrets,
-    }))
+    fill::fill(parts, args, env, hook)
 }
 
-/// [`fill`] for a whole template, with no encoding and no check.
+/// A whole template with no encoding and no check ([`Verbatim`]).
 pub(crate) fn fill_plain(
     t: &Template,
     args: &Map<String, Value>,
     env: Env<'_>,
 ) -> Result<Option<Filled>, RunError> {
-    fill(t.parts(), args, env, &|s| s.to_owned(), &mut |_, _| Ok(()))
+    Ok(fill::fill(t.parts(), args, env, &mut Verbatim)?)
 }
 
 /// Refuses a header value piece holding CR, LF or NUL (never stripped: the call fails),
@@ -173,8 +144,7 @@ pub(crate) fn check_header_piece(
     };
     let from = match source {
         Source::Literal => "the header's text".to_owned(),
-        Source::Arg(name) => format!("argument `{name}`"),
-        Source::Env(var) => format!("the server's variable `{var}`"),
+        other => other.describe(),
     };
     Err(RunError::Header {
         header: header.to_owned(),
@@ -227,7 +197,7 @@ mod tests {
         ];
         for (text, want) in cases {
             let mut out = String::new();
-            literal(text, b"/", &mut out);
+            literal(text, PATH_TEXT, &mut out);
             assert_eq!(out, want, "{text:?}");
         }
     }
@@ -244,8 +214,14 @@ mod tests {
             ("a\0b", false),
             ("ünïcode", true),
         ];
+        let a = toolwright_toolfile::template::ArgRef {
+            name: "a".into(),
+            dash: false,
+            spread: false,
+            path: false,
+        };
         for (value, ok) in cases {
-            let got = check_header_piece("X-Test", Source::Arg("a"), value);
+            let got = check_header_piece("X-Test", Source::Arg(&a), value);
             assert_eq!(got.is_ok(), ok, "{value:?}");
             if let Err(e) = got {
                 let text = e.to_string();

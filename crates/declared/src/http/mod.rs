@@ -23,14 +23,11 @@ mod tests;
 mod uri;
 
 use crate::error::{Problem, RunError, Seg, Stream};
-use crate::input::InputInfo;
-use crate::model::HttpSpec;
-use crate::template::Template;
 use crate::{Output, RunContext};
 use body::BodyTemplate;
 use bytes::Bytes;
 use connect::{ConnectError, PolicedConnector};
-use encode::{Env, Source};
+use encode::Env;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
@@ -40,6 +37,10 @@ use redirect::RedirectRules;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
+use toolwright_toolfile::fill::Source;
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::model::HttpSpec;
+use toolwright_toolfile::template::Template;
 use toolwright_tools::net::AddressPolicy;
 use uri::UrlTemplate;
 
@@ -237,13 +238,7 @@ impl HttpAction {
         let mut headers = Vec::with_capacity(self.headers.len());
         for h in &self.headers {
             let name = h.name.as_str();
-            let filled = encode::fill(
-                h.value.parts(),
-                args,
-                env,
-                &|s| s.to_owned(),
-                &mut |source, text| encode::check_header_piece(name, source, text),
-            )?;
+            let filled = encode::fill(h.value.parts(), args, env, &mut encode::HeaderPiece(name))?;
             let Some(filled) = filled else { continue };
             let mut value =
                 HeaderValue::from_bytes(filled.text.as_bytes()).map_err(|_| RunError::Header {
@@ -505,7 +500,7 @@ fn compile_header(name: &str, value: &str, input: &InputInfo) -> Result<HeaderTe
     }
     // The author's own text must be sendable too.
     for part in t.parts() {
-        if let crate::template::Part::Literal(l) = part {
+        if let toolwright_toolfile::template::Part::Literal(l) = part {
             encode::check_header_piece(name, Source::Literal, l)
                 .map_err(|e| Problem::new(at.clone(), e.to_string()))?;
         }

@@ -3,8 +3,8 @@
 //! policed connector, so the address policy is applied again.
 
 use crate::error::{Problem, RunError};
-use crate::model::RedirectSpec;
 use http::Method;
+use toolwright_toolfile::model::RedirectSpec;
 use url::Url;
 
 /// The redirect statuses followed.

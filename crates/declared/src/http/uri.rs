@@ -2,12 +2,13 @@
 //! encoded as one segment's text) and in the query (each encoded as a component); none in
 //! the fragment, which is never sent anyway.
 
-use super::encode::{self, Env, Filled};
+use super::encode::{self, Env, UrlPart};
 use crate::error::{Problem, RunError, Seg};
-use crate::input::InputInfo;
-use crate::template::{Part, RenderError, Template};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use toolwright_toolfile::fill::Filled;
+use toolwright_toolfile::input::InputInfo;
+use toolwright_toolfile::template::{Part, RenderError, Template};
 
 /// Where a piece of the URL template stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,16 +134,13 @@ impl UrlTemplate {
         let mut query_secrets = Vec::new();
         let mut query = String::new();
         if !self.query.is_empty() {
-            let q = required(&self.query, args, env, &encode::component)?;
+            let q = required(&self.query, args, env, encode::component)?;
             secret |= q.secret;
             query_secrets.extend(shifted(&q, query.len()));
             query.push_str(&q.text);
         }
         for (name, value) in &self.params {
-            let Some(v) =
-                encode::fill(value.parts(), args, env, &encode::component, &mut |_, _| {
-                    Ok(())
-                })?
+            let Some(v) = encode::fill(value.parts(), args, env, &mut UrlPart(encode::component))?
             else {
                 continue;
             };
@@ -204,9 +202,9 @@ fn required(
     parts: &[Part],
     args: &Map<String, Value>,
     env: Env<'_>,
-    encode: &dyn Fn(&str) -> String,
+    encode: fn(&str) -> String,
 ) -> Result<Filled, RunError> {
-    match encode::fill(parts, args, env, encode, &mut |_, _| Ok(()))? {
+    match encode::fill(parts, args, env, &mut UrlPart(encode))? {
         Some(f) => Ok(f),
         None => Err(RunError::Missing(first_absent(parts, args))),
     }
@@ -216,7 +214,9 @@ fn first_absent(parts: &[Part], args: &Map<String, Value>) -> String {
     parts
         .iter()
         .find_map(|p| match p {
-            Part::Arg(a) if !crate::template::present(args, &a.name) => Some(a.name.clone()),
+            Part::Arg(a) if !toolwright_toolfile::template::present(args, &a.name) => {
+                Some(a.name.clone())
+            }
             _ => None,
         })
         .unwrap_or_default()
@@ -229,7 +229,7 @@ fn render_path(
     args: &Map<String, Value>,
     env: Env<'_>,
 ) -> Result<Filled, RunError> {
-    let filled = required(parts, args, env, &encode::segment)?;
+    let filled = required(parts, args, env, encode::segment)?;
     if filled.text.split('/').any(is_dot) {
         // Name an argument of the path: the literals held no dot segment (compile checked).
         let name = parts
@@ -331,8 +331,8 @@ fn split(t: &Template) -> Result<(String, Vec<Part>, Vec<Part>), String> {
                     let piece = &rest[..end];
                     match region {
                         Region::Origin => origin.push_str(piece),
-                        Region::Path => push_literal(&mut path, piece, b"/"),
-                        Region::Query => push_literal(&mut query, piece, b"/?"),
+                        Region::Path => push_literal(&mut path, piece, encode::PATH_TEXT),
+                        Region::Query => push_literal(&mut query, piece, encode::QUERY_TEXT),
                         Region::Fragment => {}
                     }
                     rest = &rest[end..];
@@ -394,9 +394,9 @@ fn place(
     }
 }
 
-fn push_literal(parts: &mut Vec<Part>, text: &str, extra: &[u8]) {
+fn push_literal(parts: &mut Vec<Part>, text: &str, set: &'static percent_encoding::AsciiSet) {
     let mut out = String::new();
-    encode::literal(text, extra, &mut out);
+    encode::literal(text, set, &mut out);
     match parts.last_mut() {
         Some(Part::Literal(l)) => l.push_str(&out),
         _ if out.is_empty() => {}

@@ -29,10 +29,10 @@ mod tests;
 pub use child::{CHILD_ARG, CHILD_MEMORY, jq_child_main, use_child_runner, use_child_runner_at};
 
 use crate::error::{Problem, RunError};
-use crate::model::{OutputSpec, Parse};
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::time::Duration;
+use toolwright_toolfile::model::{OutputSpec, Parse};
 
 /// A jq expression's time limit when `jq_timeout` is not given.
 pub const DEFAULT_JQ_TIMEOUT: Duration = Duration::from_secs(1);
