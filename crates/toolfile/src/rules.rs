@@ -1,12 +1,31 @@
 //! What the loader and `toolwright lint` both read of a spec without compiling its action:
 //! the spec itself ([`read_spec`], [`read_part`]), the messages of refusals both report,
 //! every template of the action with where it is and whether a call can leave it out
-//! ([`command_sites`], [`http_sites`]), and which programs are shells ([`shell_of`]).
+//! ([`command_sites`], [`http_sites`]), which programs are shells ([`shell_of`]), and the
+//! variables a command gets from the server's environment ([`ALLOWED_ENV`]).
 
 use crate::error::{Problem, Seg};
 use crate::model::{ArgvElement, CommandSpec, HttpSpec, ToolSpec};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+/// The variables a declared command gets from the server's environment when they are set,
+/// besides its `inherit_env` (the same list reaches a gateway's stdio servers, besides
+/// theirs). Part of what a tool file's `command` means, so it is defined here, below both
+/// `toolwright-declared` (which runs commands) and `toolwright-gateway` (which starts
+/// servers), neither depending on the other for it.
+pub const ALLOWED_ENV: [&str; 10] = [
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+];
 
 /// The refusal of a tool with neither `command` nor `http`.
 pub const NO_ACTION: &str = "no action: add `command: [program, args...]` (a program to run) or `http: {url: ...}` (a request to send)";
