@@ -1,7 +1,7 @@
 //! Reading a tool file: YAML, JSON or TOML by extension, one model, every problem placed by
 //! file, line and column.
 
-use crate::error::{FileProblem, Location, Problem, Seg};
+use crate::error::{FileProblem, Location, Problem, ReadError, Seg};
 use crate::locate::{self, Index};
 use crate::model::{FILE_KEYS, FileSpec};
 use serde_json::Value;
@@ -171,7 +171,7 @@ impl Document {
         let format = Format::of(file).ok_or_else(|| {
             problem("the file's extension says neither YAML (.yaml, .yml), JSON (.json) nor TOML (.toml)".into())
         })?;
-        let text = read_regular(file).map_err(problem)?;
+        let text = read_regular(file).map_err(|e| problem(e.to_string()))?;
         Document::parse(file, format, text)
     }
 
@@ -235,16 +235,16 @@ impl Document {
 ///
 /// # Errors
 ///
-/// Why not, in words: it cannot be opened or read, or it is not a regular file.
-pub fn read_regular(file: &Path) -> Result<String, String> {
+/// [`ReadError`]: it cannot be opened or read, or it is not a regular file.
+pub fn read_regular(file: &Path) -> Result<String, ReadError> {
     use std::io::Read;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
         .open(file)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    let meta = f.metadata().map_err(|e| format!("cannot read it: {e}"))?;
+        .map_err(ReadError::Io)?;
+    let meta = f.metadata().map_err(ReadError::Io)?;
     let kind = meta.file_type();
     if !kind.is_file() {
         let what = if kind.is_fifo() {
@@ -258,11 +258,10 @@ pub fn read_regular(file: &Path) -> Result<String, String> {
         } else {
             "something else"
         };
-        return Err(format!("cannot read it: it is {what}, not a regular file"));
+        return Err(ReadError::NotRegular { what });
     }
     let mut text = String::new();
-    f.read_to_string(&mut text)
-        .map_err(|e| format!("cannot read it: {e}"))?;
+    f.read_to_string(&mut text).map_err(ReadError::Io)?;
     Ok(text)
 }
 
@@ -270,9 +269,14 @@ pub fn read_regular(file: &Path) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    fn parse(name: &str, text: &str) -> Result<Document, String> {
+    fn parse(name: &str, text: &str) -> Result<Document, Box<FileProblem>> {
         let path = Path::new(name);
-        Document::parse(path, Format::of(path).unwrap(), text.to_owned()).map_err(|p| p.to_string())
+        Document::parse(path, Format::of(path).unwrap(), text.to_owned())
+    }
+
+    /// The placed problem's text.
+    fn refused(name: &str, text: &str) -> String {
+        parse(name, text).unwrap_err().to_string()
     }
 
     #[test]
@@ -300,26 +304,18 @@ mod tests {
     #[test]
     fn a_wrong_top_level_is_placed() {
         assert_eq!(
-            parse("f.yaml", "tools: []\nserver:\n  a: {}\n").unwrap_err(),
+            refused("f.yaml", "tools: []\nserver:\n  a: {}\n"),
             "f.yaml:2:1: unknown member `server`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
         );
         assert_eq!(
-            parse("f.yaml", "servers:\n  - a\n").unwrap_err(),
+            refused("f.yaml", "servers:\n  - a\n"),
             "f.yaml:1:1: `servers` must be a map: server name -> server"
         );
         assert_eq!(
-            parse("f.toml", "x = 1\ntools = 3\n").unwrap_err(),
+            refused("f.toml", "x = 1\ntools = 3\n"),
             "f.toml:1:1: unknown member `x`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
         );
-        assert!(
-            parse("f.json", "{}")
-                .unwrap_err()
-                .starts_with("f.json:1:1: expected `tools:`")
-        );
-        assert!(
-            parse("f.json", "3")
-                .unwrap_err()
-                .starts_with("f.json:1:1: expected `tools:`")
-        );
+        assert!(refused("f.json", "{}").starts_with("f.json:1:1: expected `tools:`"));
+        assert!(refused("f.json", "3").starts_with("f.json:1:1: expected `tools:`"));
     }
 }

@@ -1,7 +1,7 @@
 //! The crate's errors: a file that cannot be loaded ([`LoadError`], with file, line and
 //! column), a tool that cannot be compiled ([`Problem`], with where in the tool), a template
 //! that does not parse ([`TemplateError`]), a `{name:path}` value that is not opened
-//! ([`PathError`]).
+//! ([`PathError`]), a file that cannot be read ([`ReadError`]).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -16,6 +16,21 @@ pub struct TemplateError {
     pub at: usize,
     /// What is wrong.
     pub reason: String,
+}
+
+/// Why a tool file's text cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Opening or reading it failed.
+    #[error("cannot read it: {0}")]
+    Io(#[source] std::io::Error),
+    /// It is not a regular file (`what` it is: "a FIFO", "a directory", ...).
+    #[error("cannot read it: it is {what}, not a regular file")]
+    NotRegular {
+        /// What it is.
+        what: &'static str,
+    },
 }
 
 /// Why a `{name:path}` value is not opened beneath the server's roots.

@@ -47,7 +47,7 @@ impl UrlTemplate {
         let at = |s: &str| Problem::new(["url"], s.to_owned());
         let t = Template::parse(url).map_err(|e| at(&e.to_string()))?;
         input.check_template(&t, &[Seg::from("url")])?;
-        let (origin_text, path, query_parts) = split(&t).map_err(|m| at(&m))?;
+        let (origin_text, path, query_parts) = split(&t).map_err(|e| at(&e.to_string()))?;
         let parsed = url::Url::parse(&origin_text)
             .map_err(|e| at(&format!("{origin_text:?} is not a URL: {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") {
@@ -274,9 +274,30 @@ fn has_dot_segment(path: &[Part]) -> bool {
     text.split('/').any(is_dot)
 }
 
+/// Why a URL template cannot be split into its parts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SplitError {
+    /// No `scheme://`.
+    #[error("{0:?} is not an absolute URL (http://host/...)")]
+    NotAbsolute(String),
+    /// A placeholder (named as written) in the scheme, host or port.
+    #[error(
+        "{0} is in the scheme, host or port, which must be written out (http://host:port/...; placeholders go in the path or the query)"
+    )]
+    InOrigin(String),
+    /// A placeholder (named as written) in the fragment.
+    #[error(
+        "{0} is in the fragment, which is never sent; placeholders go in the path or the query"
+    )]
+    InFragment(String),
+    /// `{name...}`, which only argv takes.
+    #[error("{{{0}...}} is for argv only")]
+    Spread(String),
+}
+
 /// Splits a URL template into the origin's text, the path's parts and the query's parts
 /// (literals put in URI form); a placeholder in the origin or the fragment is refused.
-fn split(t: &Template) -> Result<(String, Vec<Part>, Vec<Part>), String> {
+fn split(t: &Template) -> Result<(String, Vec<Part>, Vec<Part>), SplitError> {
     let mut region = Region::Origin;
     let mut origin = String::new();
     let mut path: Vec<Part> = Vec::new();
@@ -286,48 +307,7 @@ fn split(t: &Template) -> Result<(String, Vec<Part>, Vec<Part>), String> {
             Part::Literal(l) => {
                 let mut rest = l.as_str();
                 while !rest.is_empty() {
-                    let (end, next) = match region {
-                        Region::Origin => {
-                            // Scheme, `://`, then the authority runs to `/`, `?` or `#`.
-                            let from = if origin.contains("://") {
-                                Some(0)
-                            } else {
-                                rest.find("://").map(|i| i + 3)
-                            };
-                            match from.and_then(|f| rest[f..].find(['/', '?', '#']).map(|i| f + i))
-                            {
-                                Some(i) => {
-                                    let c = rest.as_bytes()[i];
-                                    let next = match c {
-                                        b'/' => Region::Path,
-                                        b'?' => Region::Query,
-                                        _ => Region::Fragment,
-                                    };
-                                    (i, Some((next, c != b'/')))
-                                }
-                                None => (rest.len(), None),
-                            }
-                        }
-                        Region::Path => match rest.find(['?', '#']) {
-                            Some(i) => (
-                                i,
-                                Some((
-                                    if rest.as_bytes()[i] == b'?' {
-                                        Region::Query
-                                    } else {
-                                        Region::Fragment
-                                    },
-                                    true,
-                                )),
-                            ),
-                            None => (rest.len(), None),
-                        },
-                        Region::Query => match rest.find('#') {
-                            Some(i) => (i, Some((Region::Fragment, true))),
-                            None => (rest.len(), None),
-                        },
-                        Region::Fragment => (rest.len(), None),
-                    };
+                    let (end, next) = boundary(region, rest, &origin);
                     let piece = &rest[..end];
                     match region {
                         Region::Origin => origin.push_str(piece),
@@ -347,42 +327,66 @@ fn split(t: &Template) -> Result<(String, Vec<Part>, Vec<Part>), String> {
             }
             Part::Arg(a) => {
                 let what = format!("placeholder {{{}}}", a.name);
-                place(region, &what, part, &mut path, &mut query)?;
+                place(region, what, part, &mut path, &mut query)?;
             }
             Part::Env(v) => {
                 let what = format!("${{{v}}}");
-                place(region, &what, part, &mut path, &mut query)?;
+                place(region, what, part, &mut path, &mut query)?;
             }
         }
     }
     if !origin.contains("://") {
-        return Err(format!(
-            "{:?} is not an absolute URL (http://host/...)",
-            t.source()
-        ));
+        return Err(SplitError::NotAbsolute(t.source().to_owned()));
     }
     Ok((origin, path, query))
 }
 
+/// Where the author's text `rest`, read in `region` (with `origin` the origin's text so
+/// far), leaves that region: the length that stays in it, and the region that follows with
+/// whether its first byte (`?`, `#`) is a separator to skip. `None` when all of `rest`
+/// stays.
+fn boundary(region: Region, rest: &str, origin: &str) -> (usize, Option<(Region, bool)>) {
+    let after = |i: usize| match rest.as_bytes()[i] {
+        b'/' => Region::Path,
+        b'?' => Region::Query,
+        _ => Region::Fragment,
+    };
+    let found = match region {
+        Region::Origin => {
+            // Scheme, `://`, then the authority runs to `/`, `?` or `#`.
+            let from = if origin.contains("://") {
+                Some(0)
+            } else {
+                rest.find("://").map(|i| i + 3)
+            };
+            from.and_then(|f| rest[f..].find(['/', '?', '#']).map(|i| f + i))
+                .map(|i| (i, after(i), rest.as_bytes()[i] != b'/'))
+        }
+        Region::Path => rest.find(['?', '#']).map(|i| (i, after(i), true)),
+        Region::Query => rest.find('#').map(|i| (i, Region::Fragment, true)),
+        Region::Fragment => None,
+    };
+    match found {
+        Some((i, next, skip)) => (i, Some((next, skip))),
+        None => (rest.len(), None),
+    }
+}
+
 fn place(
     region: Region,
-    what: &str,
+    what: String,
     part: &Part,
     path: &mut Vec<Part>,
     query: &mut Vec<Part>,
-) -> Result<(), String> {
+) -> Result<(), SplitError> {
     if let Part::Arg(a) = part
         && a.spread
     {
-        return Err(format!("{{{}...}} is for argv only", a.name));
+        return Err(SplitError::Spread(a.name.clone()));
     }
     match region {
-        Region::Origin => Err(format!(
-            "{what} is in the scheme, host or port, which must be written out (http://host:port/...; placeholders go in the path or the query)"
-        )),
-        Region::Fragment => Err(format!(
-            "{what} is in the fragment, which is never sent; placeholders go in the path or the query"
-        )),
+        Region::Origin => Err(SplitError::InOrigin(what)),
+        Region::Fragment => Err(SplitError::InFragment(what)),
         Region::Path => {
             path.push(part.clone());
             Ok(())

@@ -11,8 +11,15 @@
 //!   It reads one request on stdin (a JSON header line `{"jq": CODE, "cpu_seconds": N}`,
 //!   then the input as JSON text), sets `RLIMIT_CPU` (N seconds soft, one more hard) and
 //!   `RLIMIT_AS` ([`CHILD_MEMORY`]) on itself, and answers on stdout with `ok` and a line
-//!   feed then the output as JSON text, or `error` and a line feed then the message. The parent kills it at the wall deadline. A stack overflow,
-//!   an allocation past the memory limit or a CPU limit ends the child, never the server.
+//!   feed then the output as JSON text, or `error` and a line feed then the message. A
+//!   request it cannot serve (not a request, limits it cannot set) is answered `failed`, a
+//!   line feed and why, with exit status 2: the parent reports it as the runner's failure
+//!   (and logs it through `tracing`), as it does with what the Rust runtime writes on the
+//!   child's stderr when the child dies. The child writes nothing else on stderr: it has no
+//!   log of its own (no subscriber; `TOOLWRIGHT_LOG` and the JSON log format are the
+//!   parent's), so its one way to say something is its answer. The parent kills it at the
+//!   wall deadline. A stack overflow, an allocation past the memory limit or a CPU limit
+//!   ends the child, never the server.
 //! - **In-process** (no runner configured: library unit tests): a thread evaluates, and the
 //!   deadline is checked between outputs only. A call still gets its answer at the deadline,
 //!   but an expression that never yields keeps its thread busy, and a stack overflow there
@@ -77,18 +84,18 @@ pub fn jq_child_main() -> ExitCode {
         None => (&request[..], &[][..]),
     };
     let Ok(req) = serde_json::from_slice::<Request>(head) else {
-        eprintln!(
+        return refuse(&format!(
             "toolwright: {CHILD_ARG}: the first line must be {{\"jq\": ..., \"cpu_seconds\": ...}}"
-        );
-        return ExitCode::from(2);
+        ));
     };
     if let Err(e) = limit_self(req.cpu_seconds.max(1)) {
-        eprintln!("toolwright: {CHILD_ARG}: cannot set resource limits: {e}");
-        return ExitCode::from(2);
+        return refuse(&format!(
+            "toolwright: {CHILD_ARG}: cannot set resource limits: {e}"
+        ));
     }
     let answer = jq::compile(&req.jq).and_then(|filter| {
         let input = jaq_json::read::parse_single(body)
-            .map_err(|e| format!("the jq input is not JSON: {e:?}"))?;
+            .map_err(|e| jq::JqError::Input(format!("the jq input is not JSON: {e:?}")))?;
         jq::run(&filter, input, &|| true)
     });
     let mut out = std::io::stdout().lock();
@@ -98,7 +105,7 @@ pub fn jq_child_main() -> ExitCode {
             .and_then(|()| serde_json::to_writer(&mut out, &v).map_err(std::io::Error::other)),
         Err(m) => out
             .write_all(b"error\n")
-            .and_then(|()| out.write_all(m.as_bytes())),
+            .and_then(|()| out.write_all(m.to_string().as_bytes())),
     };
     if written.is_err() {
         return ExitCode::from(2);
@@ -106,6 +113,19 @@ pub fn jq_child_main() -> ExitCode {
     let _ = out.flush();
     ExitCode::SUCCESS
 }
+
+/// Answers `failed` with `why` (see the module documentation) and exits 2.
+fn refuse(why: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let _ = out
+        .write_all(FAILED)
+        .and_then(|()| out.write_all(why.as_bytes()))
+        .and_then(|()| out.flush());
+    ExitCode::from(2)
+}
+
+/// How the child's answer starts when it could not serve the request.
+const FAILED: &[u8] = b"failed\n";
 
 fn limit_self(cpu_seconds: u64) -> std::io::Result<()> {
     use rustix::process::{Resource, Rlimit, setrlimit};
@@ -198,7 +218,17 @@ async fn in_child(
     {
         return answer;
     }
-    Err(RunError::Shape(crashed(status, &err, limit)))
+    // The child's own word on why it failed (a fault of the server's, so logged), else
+    // what the runtime wrote as it died (the expression's doing: the call's error says it).
+    let text = match out.strip_prefix(FAILED) {
+        Some(why) => {
+            let text = crashed(status, why, limit);
+            tracing::warn!("the jq runner failed: {text}");
+            text
+        }
+        None => crashed(status, &err, limit),
+    };
+    Err(RunError::Shape(text))
 }
 
 fn parse_answer(out: &[u8]) -> Option<Result<Value, RunError>> {
@@ -274,7 +304,7 @@ async fn in_thread(code: &str, input: Value, limit: Duration) -> Result<Value, R
         Ok(Err(_)) => Err(RunError::Shape(
             "the jq expression failed (jaq panicked)".into(),
         )),
-        Ok(Ok(Err(m))) if m == jq::TIMED_OUT => Err(past_limit(limit)),
-        Ok(Ok(answer)) => answer.map_err(RunError::Shape),
+        Ok(Ok(Err(jq::JqError::TimedOut))) => Err(past_limit(limit)),
+        Ok(Ok(answer)) => answer.map_err(|e| RunError::Shape(e.to_string())),
     }
 }

@@ -35,8 +35,46 @@ pub(crate) const MAX_DEPTH: usize = 127;
 /// Longest message taken from a jq error.
 const MAX_MESSAGE: usize = 512;
 
+/// Why a jq expression does not compile or does not give one JSON value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum JqError {
+    /// The expression does not parse or compile (jaq's words, with where).
+    #[error("{0}")]
+    Compile(String),
+    /// The input could not be made a jq value.
+    #[error("{0}")]
+    Input(String),
+    /// No output.
+    #[error("the jq expression gave no output (it must give exactly one)")]
+    NoOutput,
+    /// A second output.
+    #[error("the jq expression gave more than one output (it must give exactly one)")]
+    MoreThanOne,
+    /// `keep_going` said stop (the in-process runner's deadline).
+    #[error("jq: timed out")]
+    TimedOut,
+    /// `error(...)`, with its message (shortened).
+    #[error("the jq expression failed: {0}")]
+    Failed(String),
+    /// `halt` or `halt_error`, with the status.
+    #[error("the jq expression halted with status {0}")]
+    Halted(String),
+    /// Another exception.
+    #[error("the jq expression failed")]
+    Exception,
+    /// An output deeper than [`MAX_DEPTH`].
+    #[error("the jq output is nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// An output JSON cannot hold (its text, shortened).
+    #[error(
+        "the jq output is not JSON (NaN, an infinite number, a byte string or a non-string key?): {0}"
+    )]
+    NotJson(String),
+}
+
 /// Compiles `code`, or says what is wrong in jaq's words with where (byte offset).
-pub(crate) fn compile(code: &str) -> Result<Filter, String> {
+pub(crate) fn compile(code: &str) -> Result<Filter, JqError> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs());
@@ -70,7 +108,7 @@ pub(crate) fn compile(code: &str) -> Result<Filter, String> {
                     }
                 }
             }
-            joined(out, "does not parse")
+            JqError::Compile(joined(out, "does not parse"))
         })?;
     Compiler::default()
         .with_funs(funs)
@@ -86,7 +124,7 @@ pub(crate) fn compile(code: &str) -> Result<Filter, String> {
                     ));
                 }
             }
-            joined(out, "does not compile")
+            JqError::Compile(joined(out, "does not compile"))
         })
 }
 
@@ -116,9 +154,9 @@ fn at_text(code: &str, at: &str) -> String {
 }
 
 /// The input value as jaq's value.
-pub(crate) fn to_val(input: &Value) -> Result<Val, String> {
-    let text = serde_json::to_vec(input).map_err(|e| e.to_string())?;
-    jaq_json::read::parse_single(&text).map_err(|e| format!("{e:?}"))
+pub(crate) fn to_val(input: &Value) -> Result<Val, JqError> {
+    let text = serde_json::to_vec(input).map_err(|e| JqError::Input(e.to_string()))?;
+    jaq_json::read::parse_single(&text).map_err(|e| JqError::Input(format!("{e:?}")))
 }
 
 /// Runs `filter` on `input`: exactly one output, as JSON. `keep_going` is asked between
@@ -127,30 +165,25 @@ pub(crate) fn run(
     filter: &Filter,
     input: Val,
     keep_going: &dyn Fn() -> bool,
-) -> Result<Value, String> {
+) -> Result<Value, JqError> {
     let ctx = Ctx::<D>::new(&filter.lut, Vars::new([]));
     let mut outputs = filter.id.run((ctx, input));
     let first = match outputs.next() {
-        None => return Err("the jq expression gave no output (it must give exactly one)".into()),
+        None => return Err(JqError::NoOutput),
         Some(r) => r.map_err(exception)?,
     };
     if !keep_going() {
-        return Err(TIMED_OUT.into());
+        return Err(JqError::TimedOut);
     }
     if let Some(second) = outputs.next() {
         // A second output, or an error on the way to one: either way not exactly one.
         second.map_err(exception)?;
-        return Err(
-            "the jq expression gave more than one output (it must give exactly one)".into(),
-        );
+        return Err(JqError::MoreThanOne);
     }
     from_val(&first)
 }
 
-/// The message [`run`] gives when `keep_going` said stop.
-pub(crate) const TIMED_OUT: &str = "jq: timed out";
-
-fn exception(e: jaq_core::Exn<'_, Val>) -> String {
+fn exception(e: jaq_core::Exn<'_, Val>) -> JqError {
     match e.get_err() {
         Ok(err) => {
             // `error("text")` reads as the text, not as a JSON string.
@@ -158,11 +191,11 @@ fn exception(e: jaq_core::Exn<'_, Val>) -> String {
                 Val::TStr(b) => String::from_utf8_lossy(&b).into_owned(),
                 other => other.to_string(),
             };
-            format!("the jq expression failed: {}", short(&text))
+            JqError::Failed(short(&text))
         }
         Err(e) => match e.get_halt() {
-            Ok(code) => format!("the jq expression halted with status {code}"),
-            Err(_) => "the jq expression failed".into(),
+            Ok(code) => JqError::Halted(code.to_string()),
+            Err(_) => JqError::Exception,
         },
     }
 }
@@ -181,20 +214,12 @@ fn short(text: &str) -> String {
 /// jaq's value as JSON: refused when deeper than [`MAX_DEPTH`] (checked without recursion
 /// before anything recurses over it) or not representable (NaN, infinity, byte strings,
 /// non-string keys).
-pub(crate) fn from_val(v: &Val) -> Result<Value, String> {
+pub(crate) fn from_val(v: &Val) -> Result<Value, JqError> {
     if depth_exceeds(v, MAX_DEPTH) {
-        return Err(format!(
-            "the jq output is nested deeper than {MAX_DEPTH} levels"
-        ));
+        return Err(JqError::TooDeep);
     }
     let text = v.to_string();
-    serde_json::from_str(&text).map_err(|_| {
-        format!(
-            "the jq output is not JSON (NaN, an infinite number, a byte string or a non-string \
-             key?): {}",
-            short(&text)
-        )
-    })
+    serde_json::from_str(&text).map_err(|_| JqError::NotJson(short(&text)))
 }
 
 /// Whether `v` nests deeper than `max`, walked with a stack of its own.

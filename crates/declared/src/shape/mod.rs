@@ -105,7 +105,7 @@ impl Shaper {
                 None
             }
             Some(code) => {
-                jq::compile(code).map_err(|m| Problem::new(["output", "jq"], m))?;
+                jq::compile(code).map_err(|m| Problem::new(["output", "jq"], m.to_string()))?;
                 Some(Jq {
                     code: code.clone(),
                     timeout: spec.jq_timeout.map_or(DEFAULT_JQ_TIMEOUT, |d| d.0),

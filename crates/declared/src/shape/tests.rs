@@ -17,26 +17,26 @@ fn run<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
-/// `Ok` with the structured value or `Err` with the message.
-fn shaped(s: &Shaper, bytes: &[u8]) -> Result<Value, String> {
+/// `Ok` with the structured value (text as `{"TEXT": ...}`) or the error.
+fn shaped(s: &Shaper, bytes: &[u8]) -> Result<Value, RunError> {
     match run(s.shape(bytes.to_vec())) {
         Ok(Shaped::Structured(v)) => Ok(v),
         Ok(Shaped::Text(t)) => Ok(json!({ "TEXT": t })),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     }
 }
 
 macro_rules! shape_table {
     ($($output:expr, $schema:expr, $bytes:expr => $want:expr;)*) => {$(
         let s = shaper($output, $schema);
-        let got = shaped(&s, $bytes);
+        let got = shaped(&s, $bytes).map_err(|e| e.to_string());
         assert_eq!(got, $want, "output {} on {:?}", $output, String::from_utf8_lossy($bytes));
     )*};
 }
 
-/// Asserts an error that contains the text.
-fn err_has(want: &str) -> impl Fn(&Result<Value, String>) -> bool + '_ {
-    move |got| matches!(got, Err(e) if e.contains(want))
+/// Asserts an error whose message contains the text.
+fn err_has(want: &str) -> impl Fn(&Result<Value, RunError>) -> bool + '_ {
+    move |got| matches!(got, Err(e) if e.to_string().contains(want))
 }
 
 macro_rules! shape_fails {
