@@ -197,18 +197,13 @@ impl Template {
     /// [`TemplateError`] for an unbalanced brace, an empty or malformed name, an unknown
     /// modifier.
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
-        let err = |at: usize, reason: &str| TemplateError {
-            template: text.to_owned(),
-            at,
-            reason: reason.to_owned(),
-        };
+        let err = |at: usize, reason: &str| refused(text, at, reason);
         let mut parts = Vec::new();
         let mut lit = String::new();
         let bytes = text.as_bytes();
         let mut i = 0;
         while i < bytes.len() {
-            let c = bytes[i];
-            match c {
+            match bytes[i] {
                 b'{' if bytes.get(i + 1) == Some(&b'{') => {
                     lit.push('{');
                     i += 2;
@@ -221,62 +216,16 @@ impl Template {
                 // `${{` is a `$` and a literal brace, not a variable: `{{` is a brace
                 // wherever it is written.
                 b'$' if bytes.get(i + 1) == Some(&b'{') && bytes.get(i + 2) != Some(&b'{') => {
-                    let close = text[i + 2..]
-                        .find('}')
-                        .ok_or_else(|| err(i, "'${' is not closed"))?
-                        + i
-                        + 2;
-                    let var = &text[i + 2..close];
-                    if var.is_empty()
-                        || !var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                        || var.as_bytes()[0].is_ascii_digit()
-                    {
-                        return Err(err(
-                            i,
-                            "an environment variable's name is letters, digits and '_'",
-                        ));
-                    }
+                    let (var, next) = env_at(text, i)?;
                     flush(&mut lit, &mut parts);
-                    parts.push(Part::Env(var.to_owned()));
-                    i = close + 1;
+                    parts.push(Part::Env(var));
+                    i = next;
                 }
                 b'{' => {
-                    let close = text[i + 1..].find('}').ok_or_else(|| {
-                        err(i, "'{' is not closed (write '{{' for a literal brace)")
-                    })? + i
-                        + 1;
-                    let inner = &text[i + 1..close];
-                    let (name, spread) = match inner.strip_suffix("...") {
-                        Some(n) => (n, true),
-                        None => (inner, false),
-                    };
-                    let (name, dash, path) = match name.split_once(':') {
-                        Some((n, "dash")) => (n, true, false),
-                        Some((n, "path")) => (n, false, true),
-                        Some((_, m)) => {
-                            return Err(err(
-                                i,
-                                &format!(
-                                    "unknown modifier {m:?} (the modifiers are `:dash` and `:path`)"
-                                ),
-                            ));
-                        }
-                        None => (name, false, false),
-                    };
-                    if !is_name(name) {
-                        return Err(err(
-                            i,
-                            "a placeholder names an argument: letters, digits, '_' and '-', not starting with a digit",
-                        ));
-                    }
+                    let (arg, next) = arg_at(text, i)?;
                     flush(&mut lit, &mut parts);
-                    parts.push(Part::Arg(ArgRef {
-                        name: name.to_owned(),
-                        dash,
-                        spread,
-                        path,
-                    }));
-                    i = close + 1;
+                    parts.push(Part::Arg(arg));
+                    i = next;
                 }
                 _ => {
                     let ch = text[i..].chars().next().expect("in bounds");
@@ -406,6 +355,73 @@ impl Template {
             return Err(RenderError::Nul { name });
         }
         Ok(Some(filled.text))
+    }
+}
+
+/// The `${VAR}` starting at byte `i` of `text`: the variable, and the byte after it.
+fn env_at(text: &str, i: usize) -> Result<(String, usize), TemplateError> {
+    let err = |reason: &str| refused(text, i, reason);
+    let close = text[i + 2..]
+        .find('}')
+        .ok_or_else(|| err("'${' is not closed"))?
+        + i
+        + 2;
+    let var = &text[i + 2..close];
+    if var.is_empty()
+        || !var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        || var.as_bytes()[0].is_ascii_digit()
+    {
+        return Err(err(
+            "an environment variable's name is letters, digits and '_'",
+        ));
+    }
+    Ok((var.to_owned(), close + 1))
+}
+
+/// The `{name[:modifier][...]}` starting at byte `i` of `text`: the placeholder, and the
+/// byte after it.
+fn arg_at(text: &str, i: usize) -> Result<(ArgRef, usize), TemplateError> {
+    let err = |reason: &str| refused(text, i, reason);
+    let close = text[i + 1..]
+        .find('}')
+        .ok_or_else(|| err("'{' is not closed (write '{{' for a literal brace)"))?
+        + i
+        + 1;
+    let inner = &text[i + 1..close];
+    let (name, spread) = match inner.strip_suffix("...") {
+        Some(n) => (n, true),
+        None => (inner, false),
+    };
+    let (name, dash, path) = match name.split_once(':') {
+        Some((n, "dash")) => (n, true, false),
+        Some((n, "path")) => (n, false, true),
+        Some((_, m)) => {
+            return Err(err(&format!(
+                "unknown modifier {m:?} (the modifiers are `:dash` and `:path`)"
+            )));
+        }
+        None => (name, false, false),
+    };
+    if !is_name(name) {
+        return Err(err(
+            "a placeholder names an argument: letters, digits, '_' and '-', not starting with a digit",
+        ));
+    }
+    let arg = ArgRef {
+        name: name.to_owned(),
+        dash,
+        spread,
+        path,
+    };
+    Ok((arg, close + 1))
+}
+
+/// `text` refused at byte `at`.
+fn refused(text: &str, at: usize, reason: &str) -> TemplateError {
+    TemplateError {
+        template: text.to_owned(),
+        at,
+        reason: reason.to_owned(),
     }
 }
 

@@ -3,13 +3,16 @@
 //! a [`Tree`], which ends it after the program exits, on timeout, when stdout passes its
 //! cap, and when the call's future is dropped (cancellation, the server's `--call-timeout`).
 
+use super::cwd::{self, Cwd};
 use super::tree::{self, Tree};
-use super::{CommandAction, argv, cwd};
+use super::{CommandAction, argv};
 use crate::error::{RunError, Stream};
 use crate::{Output, RunContext};
 use command_fds::{CommandFdExt, FdMapping};
 use rustix::process::Pid;
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
@@ -22,13 +25,70 @@ use toolwright_toolfile::paths::Paths;
 /// How much of stderr goes into a failure's text.
 const TAIL: usize = 2048;
 
+/// Everything a call fills in before the program starts.
+struct Filled<'r> {
+    argv: Vec<String>,
+    env: BTreeMap<OsString, OsString>,
+    stdin: Option<Vec<u8>>,
+    dir: Cwd,
+    paths: Paths<'r>,
+}
+
 pub(super) async fn run(
     action: &CommandAction,
     args: &Map<String, Value>,
     ctx: &RunContext<'_>,
 ) -> Result<Output, RunError> {
-    // Everything that can be refused is refused before anything starts. `{name:path}`
-    // values are opened now, and the program gets the descriptors, never a name to re-open.
+    let filled = fill(action, args, ctx)?;
+    let program = locate(&action.program, &filled.env).ok_or_else(|| RunError::Spawn {
+        program: action.program.clone(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not found on the program's PATH",
+        ),
+    })?;
+    let (mut cmd, dir, stdin) = command(&program, filled, ctx)?;
+    tree::become_subreaper();
+    let start = Tree::now();
+    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+        program: action.program.clone(),
+        source,
+    })?;
+    // The working directory and the path descriptors are the child's now.
+    drop(dir);
+    drop(cmd);
+    // Declared after `child`, so dropped before it: the tree is ended while the leader is
+    // still unreaped (its descendants are found through it), then `kill_on_drop` kills it.
+    let mut tree = Tree::new(
+        child
+            .id()
+            .and_then(|id| Pid::from_raw(i32::try_from(id).ok()?)),
+        start,
+    );
+
+    let deadline = Instant::now()
+        .checked_add(ctx.timeout)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+    let result = supervise(action, &mut child, &mut tree, stdin, deadline, ctx).await;
+    // Whatever happened, nothing of the call is left running, and the leader is reaped.
+    tree.end();
+    if result.is_err() {
+        // The leader by its pid too, should the group kill have failed.
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+    let (status, stdout, stderr) = result?;
+    outcome(action, status, stdout, &stderr)
+}
+
+/// Fills argv, environment, stdin and working directory in: everything that can be refused
+/// is refused before anything starts. `{name:path}` values are opened now, and the program
+/// gets the descriptors, never a name to re-open.
+fn fill<'r>(
+    action: &CommandAction,
+    args: &Map<String, Value>,
+    ctx: &RunContext<'r>,
+) -> Result<Filled<'r>, RunError> {
     let mut paths = Paths::new(ctx.roots);
     let argv = argv::build(&action.argv, args, &mut paths)?;
     let env = action.env.build(args, &mut paths)?;
@@ -45,15 +105,31 @@ pub(super) async fn run(
         None => None,
     };
     let dir = cwd::open(dir.as_deref(), ctx.roots)?;
+    Ok(Filled {
+        argv,
+        env,
+        stdin,
+        dir,
+        paths,
+    })
+}
 
-    let program = locate(&action.program, &env).ok_or_else(|| RunError::Spawn {
-        program: action.program.clone(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "not found on the program's PATH",
-        ),
-    })?;
-    let mut cmd = Command::new(&program);
+/// The command to spawn: `program` with the filled argv and a cleared environment (plus
+/// the call's trace context), in its own process group, the path descriptors mapped to
+/// their numbers. Also the working directory and stdin, which live until the spawn.
+fn command(
+    program: &std::path::Path,
+    filled: Filled<'_>,
+    ctx: &RunContext<'_>,
+) -> Result<(Command, Cwd, Option<Vec<u8>>), RunError> {
+    let Filled {
+        argv,
+        env,
+        stdin,
+        dir,
+        paths,
+    } = filled;
+    let mut cmd = Command::new(program);
     cmd.args(&argv).env_clear().envs(&env);
     if let Some((parent, state)) = &ctx.trace {
         cmd.env("TRACEPARENT", parent);
@@ -87,37 +163,16 @@ pub(super) async fn run(
         cmd.fd_mappings(mappings)
             .map_err(|e| RunError::Io(std::io::Error::other(e)))?;
     }
-    tree::become_subreaper();
-    let start = Tree::now();
-    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
-        program: action.program.clone(),
-        source,
-    })?;
-    // The working directory and the path descriptors are the child's now.
-    drop(dir);
-    drop(cmd);
-    // Declared after `child`, so dropped before it: the tree is ended while the leader is
-    // still unreaped (its descendants are found through it), then `kill_on_drop` kills it.
-    let mut tree = Tree::new(
-        child
-            .id()
-            .and_then(|id| Pid::from_raw(i32::try_from(id).ok()?)),
-        start,
-    );
+    Ok((cmd, dir, stdin))
+}
 
-    let deadline = Instant::now()
-        .checked_add(ctx.timeout)
-        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
-    let result = supervise(action, &mut child, &mut tree, stdin, deadline, ctx).await;
-    // Whatever happened, nothing of the call is left running, and the leader is reaped.
-    tree.end();
-    if result.is_err() {
-        // The leader by its pid too, should the group kill have failed.
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-    }
-    let (status, stdout, stderr) = result?;
-
+/// The call's output when the exit status is one the tool accepts, else its failure.
+fn outcome(
+    action: &CommandAction,
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: &[u8],
+) -> Result<Output, RunError> {
     match status.code() {
         Some(code) if action.ok_exit.contains(&code) => {
             let mut meta = Map::new();
@@ -135,7 +190,7 @@ pub(super) async fn run(
             stderr_tail: if stderr.iter().all(u8::is_ascii_whitespace) {
                 tail_text(&stdout)
             } else {
-                tail_text(&stderr)
+                tail_text(stderr)
             },
         }),
     }
