@@ -345,10 +345,7 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         )),
         Err(e) => tracing::warn!("framing error: {e}"),
     };
-    loop {
-        let Some(n) = read_some(&mut input, &mut chunk) else {
-            break;
-        };
+    while let Some(n) = read_some(&mut input, &mut chunk) {
         decoder.push(&chunk[..n]);
         if n == chunk.len() && chunk.len() < 64 * 1024 {
             chunk.resize(chunk.len() * 2, 0);
