@@ -247,35 +247,51 @@ pub struct ServeArgs {
     pub capture_bytes: Option<usize>,
 }
 
+/// Why a value of `--http` is not an address to listen on.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+enum ListenAddrError {
+    /// A port alone: which interfaces to expose is the user's choice, not a default.
+    #[error(
+        "it needs ADDR:PORT, not a port alone: --http 127.0.0.1:{0} (this machine only) \
+         or --http 0.0.0.0:{0} (every interface)"
+    )]
+    PortAlone(u16),
+    /// A host name, which would need resolving (`localhost` gets the address to use).
+    #[error("ADDR must be an IP address (127.0.0.1, 0.0.0.0, [::1]), not a host name{}", localhost_hint(*.localhost_port))]
+    HostName {
+        /// The port, when the name was `localhost`.
+        localhost_port: Option<u16>,
+    },
+    /// Neither.
+    #[error(
+        "it needs ADDR:PORT with an IP address, e.g. 127.0.0.1:8080 or [::1]:8080 (port 0 \
+         picks a free port)"
+    )]
+    Shape,
+}
+
+fn localhost_hint(port: Option<u16>) -> String {
+    port.map(|p| format!(": --http 127.0.0.1:{p}"))
+        .unwrap_or_default()
+}
+
 /// What `--http` takes: an IP address and a port (a name would need resolving, and a port
 /// alone says nothing about which interfaces to expose).
-fn listen_addr(s: &str) -> Result<String, String> {
+fn listen_addr(s: &str) -> Result<String, ListenAddrError> {
     if s.parse::<std::net::SocketAddr>().is_ok() {
         return Ok(s.to_owned());
     }
-    let port = s.strip_prefix(':').unwrap_or(s);
-    if port.parse::<u16>().is_ok() {
-        return Err(format!(
-            "it needs ADDR:PORT, not a port alone: --http 127.0.0.1:{port} (this machine only) \
-             or --http 0.0.0.0:{port} (every interface)"
-        ));
+    if let Ok(port) = s.strip_prefix(':').unwrap_or(s).parse::<u16>() {
+        return Err(ListenAddrError::PortAlone(port));
     }
     if let Some((host, port)) = s.rsplit_once(':')
-        && port.parse::<u16>().is_ok()
+        && let Ok(port) = port.parse::<u16>()
     {
-        let hint = match host {
-            "localhost" => format!(": --http 127.0.0.1:{port}"),
-            _ => String::new(),
-        };
-        return Err(format!(
-            "ADDR must be an IP address (127.0.0.1, 0.0.0.0, [::1]), not a host name{hint}"
-        ));
+        return Err(ListenAddrError::HostName {
+            localhost_port: (host == "localhost").then_some(port),
+        });
     }
-    Err(
-        "it needs ADDR:PORT with an IP address, e.g. 127.0.0.1:8080 or [::1]:8080 (port 0 \
-         picks a free port)"
-            .to_owned(),
-    )
+    Err(ListenAddrError::Shape)
 }
 
 // `toolwright serve --http`: Streamable HTTP instead of stdio.
@@ -572,5 +588,29 @@ fn check_applicable(
             "applies only when linting a server (-- CMD ARGS... or --url URL), not files",
         ),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_are_ip_and_port() {
+        assert_eq!(
+            listen_addr("127.0.0.1:8080").as_deref(),
+            Ok("127.0.0.1:8080")
+        );
+        assert_eq!(listen_addr("[::1]:0").as_deref(), Ok("[::1]:0"));
+        assert_eq!(listen_addr(":8080"), Err(ListenAddrError::PortAlone(8080)));
+        assert_eq!(listen_addr("8080"), Err(ListenAddrError::PortAlone(8080)));
+        let local = listen_addr("localhost:9000").unwrap_err();
+        assert!(
+            local.to_string().ends_with(": --http 127.0.0.1:9000"),
+            "{local}"
+        );
+        let named = listen_addr("example.com:9000").unwrap_err();
+        assert!(named.to_string().ends_with("not a host name"), "{named}");
+        assert_eq!(listen_addr("127.0.0.1"), Err(ListenAddrError::Shape));
     }
 }

@@ -98,20 +98,43 @@ impl AuthArgs {
             return Ok(None);
         }
         let client_secret = secret_from("--client-secret-env", self.client_secret_env.as_ref())?;
-        let client_key = match &self.client_assertion_key {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| {
-                    format!("--client-assertion-key: cannot read {}", path.display())
-                })?;
-                Some(ClientKey::from_pem(&text).map_err(|e| match e {
-                    ClientError::Auth { reason } => {
-                        anyhow!("--client-assertion-key {}: {reason}", path.display())
-                    }
-                    other => other.into(),
-                })?)
-            }
-            None => None,
+        let client_key = self.client_key()?;
+        let grant = self.grant(client_secret.is_some(), client_key.is_some())?;
+        let oauth: Arc<dyn Authorizer> = OAuth::new(OAuthOptions {
+            client_id: self.client_id.clone(),
+            client_secret,
+            client_key,
+            grant,
+            client_metadata_url: self.client_metadata_url.clone(),
+            scope: self.scope.clone(),
+            browser: !self.no_browser,
+            cache: if self.no_token_cache {
+                None
+            } else {
+                default_cache_path()
+            },
+        });
+        Ok(Some(oauth))
+    }
+
+    /// The `private_key_jwt` key of `--client-assertion-key`, read from its file.
+    fn client_key(&self) -> Result<Option<ClientKey>> {
+        let Some(path) = &self.client_assertion_key else {
+            return Ok(None);
         };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--client-assertion-key: cannot read {}", path.display()))?;
+        Ok(Some(ClientKey::from_pem(&text).map_err(|e| match e {
+            ClientError::Auth { reason } => {
+                anyhow!("--client-assertion-key {}: {reason}", path.display())
+            }
+            other => other.into(),
+        })?))
+    }
+
+    /// The grant `--grant` names, with the options it needs checked and the cross-app
+    /// options refused with any other grant.
+    fn grant(&self, has_secret: bool, has_key: bool) -> Result<Grant> {
         let grant = self.grant.unwrap_or_default();
         let cross_app = [
             ("--id-token-env", self.id_token_env.is_some()),
@@ -123,13 +146,13 @@ impl AuthArgs {
         {
             bail!("{flag} applies only with --grant cross-app");
         }
-        let grant = match grant {
+        Ok(match grant {
             GrantArg::AuthorizationCode => Grant::AuthorizationCode,
             GrantArg::ClientCredentials => {
                 if self.client_id.is_none() {
                     bail!("--grant client-credentials needs --client-id");
                 }
-                if client_secret.is_none() && client_key.is_none() {
+                if !has_secret && !has_key {
                     bail!(
                         "--grant client-credentials needs --client-secret-env or --client-assertion-key"
                     );
@@ -160,22 +183,7 @@ impl AuthArgs {
                     )?,
                 })
             }
-        };
-        let oauth: Arc<dyn Authorizer> = OAuth::new(OAuthOptions {
-            client_id: self.client_id.clone(),
-            client_secret,
-            client_key,
-            grant,
-            client_metadata_url: self.client_metadata_url.clone(),
-            scope: self.scope.clone(),
-            browser: !self.no_browser,
-            cache: if self.no_token_cache {
-                None
-            } else {
-                default_cache_path()
-            },
-        });
-        Ok(Some(oauth))
+        })
     }
 }
 

@@ -254,6 +254,34 @@ pub fn list(a: ListArgs) -> Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let who = info.as_ref().map_or_else(
+        || "server".to_owned(),
+        |i| format!("{} {}", i.name, i.version),
+    );
+    writeln!(
+        out,
+        "{who}: {} era, protocol {version}, {}",
+        era.as_str(),
+        if trusted { "trusted" } else { "NOT trusted" }
+    )?;
+    writeln!(out)?;
+    write_tool_table(&mut out, &raw, trusted)?;
+    if !trusted {
+        writeln!(
+            out,
+            "The server is not trusted ({}): its hints are unverified claims, so every tool that \
+             does not claim read-only is shown as destructive and open-world, and calling it \
+             needs --yes.",
+            a.trust.describe()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The tools as `list` shows them: name, the hints a client should believe (all claims of an
+/// untrusted server but read-only are replaced by the worst case), whether a call needs
+/// `--yes`, and the description's first sentence; then the legend of the hints.
+fn write_tool_table(out: &mut impl Write, raw: &[Value], trusted: bool) -> Result<()> {
     let tools: Vec<Option<Tool>> = raw
         .iter()
         .map(|v| serde_json::from_value(v.clone()).ok())
@@ -271,17 +299,6 @@ pub fn list(a: ListArgs) -> Result<ExitCode> {
         .max()
         .unwrap_or(4)
         .max(4);
-    let who = info.as_ref().map_or_else(
-        || "server".to_owned(),
-        |i| format!("{} {}", i.name, i.version),
-    );
-    writeln!(
-        out,
-        "{who}: {} era, protocol {version}, {}",
-        era.as_str(),
-        if trusted { "trusted" } else { "NOT trusted" }
-    )?;
-    writeln!(out)?;
     writeln!(
         out,
         "{:width$}  {:5}  {:7}  DESCRIPTION",
@@ -312,16 +329,7 @@ pub fn list(a: ListArgs) -> Result<ExitCode> {
         out,
         "HINTS: R read-only / w writes, D destructive, I idempotent, O open world"
     )?;
-    if !trusted {
-        writeln!(
-            out,
-            "The server is not trusted ({}): its hints are unverified claims, so every tool that \
-             does not claim read-only is shown as destructive and open-world, and calling it \
-             needs --yes.",
-            a.trust.describe()
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Hints as four letters: R/w read-only or writes, D destructive, I idempotent, O open world.

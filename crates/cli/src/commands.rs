@@ -177,34 +177,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
         telemetry,
         exposed,
     } = settings;
-    if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
-        bail!("--call-timeout must be a positive number of seconds");
-    }
-    let mut roots = a.roots.clone();
-    if roots.is_empty() {
-        roots.push(std::env::current_dir().context("reading the current directory")?);
-    }
-    for r in &roots {
-        if !r.is_dir() {
-            bail!("--root {}: not a directory", r.display());
-        }
-    }
-    let mut config = Config {
-        call_timeout: Duration::from_secs_f64(a.call_timeout),
-        paging: toolwright_server::registry::Paging {
-            max_tools: p.page_size.unwrap_or(usize::MAX).max(1),
-            max_bytes: p.page_bytes,
-        },
-        roots,
-        telemetry: telemetry.clone(),
-        ..Config::default()
-    };
-    config.limits.max_bytes = p.max_message_bytes;
-    config.max_listens_per_session = p.max_listens;
-    config.limits.max_depth = p.max_depth;
-    if p.input_errors_as_protocol_errors {
-        config.input_errors = InputErrorMode::ProtocolError;
-    }
+    let config = server_config(a, p, telemetry)?;
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
     info.title = Some("toolwright".into());
     let options = toolwright_tools::Options {
@@ -225,19 +198,7 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
         .iter()
         .map(|t| t.definition_ref().name.clone())
         .collect();
-    let gateway = match servers.servers.is_empty() {
-        true => None,
-        false => Some(
-            toolwright_gateway::Gateway::new(
-                &servers,
-                toolwright_gateway::gateway::Settings {
-                    call_timeout: config.call_timeout,
-                    telemetry: telemetry.clone(),
-                },
-            )
-            .context("starting the gateway")?,
-        ),
-    };
+    let gateway = gateway_for(&servers, &config, telemetry)?;
     let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&set.fixtures)?
         .iter()
@@ -287,6 +248,65 @@ fn build(settings: &Settings<'_>) -> Result<Built> {
 
 /// Whether `--http ADDR:PORT` listens on anything but loopback (`0.0.0.0` and `[::]` are
 /// every interface).
+/// The server's settings from the command line: the call timeout, the roots (the current
+/// directory when none is given; each must be a directory), paging and message limits.
+fn server_config(
+    a: &RunArgs,
+    p: &ProtocolArgs,
+    telemetry: &Option<Arc<toolwright_server::telemetry::Telemetry>>,
+) -> Result<Config> {
+    if !(a.call_timeout > 0.0 && a.call_timeout.is_finite()) {
+        bail!("--call-timeout must be a positive number of seconds");
+    }
+    let mut roots = a.roots.clone();
+    if roots.is_empty() {
+        roots.push(std::env::current_dir().context("reading the current directory")?);
+    }
+    for r in &roots {
+        if !r.is_dir() {
+            bail!("--root {}: not a directory", r.display());
+        }
+    }
+    let mut config = Config {
+        call_timeout: Duration::from_secs_f64(a.call_timeout),
+        paging: toolwright_server::registry::Paging {
+            max_tools: p.page_size.unwrap_or(usize::MAX).max(1),
+            max_bytes: p.page_bytes,
+        },
+        roots,
+        telemetry: telemetry.clone(),
+        ..Config::default()
+    };
+    config.limits.max_bytes = p.max_message_bytes;
+    config.max_listens_per_session = p.max_listens;
+    config.limits.max_depth = p.max_depth;
+    if p.input_errors_as_protocol_errors {
+        config.input_errors = InputErrorMode::ProtocolError;
+    }
+    Ok(config)
+}
+
+/// The gateway over the files' `servers:`, if they name any (not started yet).
+fn gateway_for(
+    servers: &toolwright_toolfile::GatewayConfig,
+    config: &Config,
+    telemetry: &Option<Arc<toolwright_server::telemetry::Telemetry>>,
+) -> Result<Option<Arc<toolwright_gateway::Gateway>>> {
+    Ok(match servers.servers.is_empty() {
+        true => None,
+        false => Some(
+            toolwright_gateway::Gateway::new(
+                servers,
+                toolwright_gateway::gateway::Settings {
+                    call_timeout: config.call_timeout,
+                    telemetry: telemetry.clone(),
+                },
+            )
+            .context("starting the gateway")?,
+        ),
+    })
+}
+
 fn beyond_loopback(addr: &str) -> bool {
     addr.parse::<std::net::SocketAddr>()
         .map_or(true, |a| !a.ip().is_loopback())
@@ -651,15 +671,21 @@ fn call(a: CallArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!(e.message));
     toolwright_tools::screenshot::close_browsers();
     let reply = reply?;
-    let v: Value = serde_json::from_slice(&reply).context("reading the reply")?;
+    report_reply(&a.tool, &reply, hint.as_deref())
+}
+
+/// A `tools/call` reply as `call` shows it: the result on stdout (exit 0, or 1 when it is
+/// `isError`), or an error reply's message on stderr (exit 1: a result that breaks the
+/// tool's outputSchema comes back as one, and is the tool failing as much as `isError` is);
+/// then the hint about the arguments, if any.
+fn report_reply(tool: &str, reply: &[u8], hint: Option<&str>) -> Result<ExitCode> {
+    let v: Value = serde_json::from_slice(reply).context("reading the reply")?;
     let mut err = std::io::stderr().lock();
-    // An error reply is the tool failing as much as an isError result is (a result that
-    // breaks the tool's outputSchema comes back as one): exit 1, as for any server's.
     if let Some(e) = v.get("error") {
         writeln!(
             err,
             "toolwright: {}: {}",
-            a.tool,
+            tool,
             e["message"].as_str().unwrap_or("error")
         )?;
         if let Some(h) = hint {
