@@ -213,12 +213,14 @@ fn an_oversized_chunked_body_is_refused_with_its_id() {
         .unwrap();
     conn.write_all(start).unwrap();
     conn.write_all(b"\r\n").unwrap();
+    // The server may answer and close as soon as the body passes the limit, before the
+    // rest is written: a write that finds the connection closed ends the writing.
+    let pad = [b'x'; 1000];
     for _ in 0..4 {
-        let pad = [b'x'; 1000];
-        conn.write_all(format!("{:x}\r\n", pad.len()).as_bytes())
-            .unwrap();
-        conn.write_all(&pad).unwrap();
-        conn.write_all(b"\r\n").unwrap();
+        let chunk = [format!("{:x}\r\n", pad.len()).as_bytes(), &pad, b"\r\n"].concat();
+        if conn.write_all(&chunk).is_err() {
+            break;
+        }
     }
     let _ = conn.write_all(b"0\r\n\r\n");
     let mut answer = Vec::new();
