@@ -201,6 +201,19 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
     if let Some(first) = docs.first() {
         config.state_file = dir_of(&first.file).join(DEFAULT_STATE_FILE);
     }
+    read_gateway(docs, &mut config, &mut problems);
+    read_all_servers(docs, &mut config, &mut problems);
+    check_namespaces(docs, &config, &mut problems);
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(LoadError::Problems(problems))
+    }
+}
+
+/// The one `gateway:` of the files (a second one is a problem): its separator and state
+/// file into `config`.
+fn read_gateway(docs: &[Document], config: &mut GatewayConfig, problems: &mut Vec<FileProblem>) {
     let mut gateway_in: Option<&Document> = None;
     for doc in docs {
         let Some(raw) = &doc.gateway else { continue };
@@ -215,34 +228,42 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
             continue;
         }
         gateway_in = Some(doc);
-        match read_value::<GatewaySpec>(raw) {
-            Err(p) => problems.push(doc.root_problem(p.under("gateway"))),
-            Ok(g) => {
-                if let Some(sep) = &g.separator {
-                    if SEPARATORS.contains(&sep.as_str()) {
-                        config.separator.clone_from(sep);
-                    } else {
-                        problems.push(doc.root_problem(Problem::new(
-                            ["gateway", "separator"],
-                            format!(
-                                "{sep:?} is not a separator: say \"__\", \"_\", \".\" or \"-\""
-                            ),
-                        )));
-                    }
-                }
-                if let Some(path) = &g.state_file {
-                    if path.as_os_str().is_empty() {
-                        problems.push(doc.root_problem(Problem::new(
-                            ["gateway", "state_file"],
-                            "an empty path",
-                        )));
-                    } else {
-                        config.state_file = dir_of(&doc.file).join(path);
-                    }
-                }
+        let g = match read_value::<GatewaySpec>(raw) {
+            Err(p) => {
+                problems.push(doc.root_problem(p.under("gateway")));
+                continue;
+            }
+            Ok(g) => g,
+        };
+        if let Some(sep) = &g.separator {
+            if SEPARATORS.contains(&sep.as_str()) {
+                config.separator.clone_from(sep);
+            } else {
+                problems.push(doc.root_problem(Problem::new(
+                    ["gateway", "separator"],
+                    format!("{sep:?} is not a separator: say \"__\", \"_\", \".\" or \"-\""),
+                )));
+            }
+        }
+        if let Some(path) = &g.state_file {
+            if path.as_os_str().is_empty() {
+                problems.push(
+                    doc.root_problem(Problem::new(["gateway", "state_file"], "an empty path")),
+                );
+            } else {
+                config.state_file = dir_of(&doc.file).join(path);
             }
         }
     }
+}
+
+/// Every server of every file into `config`, each name once and each prefix once across
+/// the files (the first keeps it; the others are problems).
+fn read_all_servers(
+    docs: &[Document],
+    config: &mut GatewayConfig,
+    problems: &mut Vec<FileProblem>,
+) {
     // Every server, with the document it is in.
     let mut seen: BTreeMap<String, (&Document, usize)> = BTreeMap::new();
     let mut prefixes: BTreeMap<String, (&Document, String)> = BTreeMap::new();
@@ -293,7 +314,10 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
             config.servers.push(server);
         }
     }
-    // Declared tools inside a server's namespace would collide with its tools.
+}
+
+/// Declared tools inside a server's namespace would collide with its tools.
+fn check_namespaces(docs: &[Document], config: &GatewayConfig, problems: &mut Vec<FileProblem>) {
     for doc in docs {
         for (i, tool) in doc.tools.iter().enumerate() {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
@@ -315,11 +339,6 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
                 }
             }
         }
-    }
-    if problems.is_empty() {
-        Ok(config)
-    } else {
-        Err(LoadError::Problems(problems))
     }
 }
 
@@ -410,7 +429,44 @@ fn check_server(
             return Err(problems);
         }
     };
-    let transport = match (&spec.command, &spec.url) {
+    let transport = check_transport(&spec, file, &mut problems);
+    let prefix = check_prefix(&spec, name, &mut problems);
+    let filter = match NameFilter::compile(spec.include.as_deref(), &spec.exclude) {
+        Ok(f) => f,
+        Err(bad) => {
+            problems.extend(bad);
+            NameFilter::default()
+        }
+    };
+    check_overrides(&spec, &mut problems);
+    let roots = check_roots(spec.roots.as_ref(), file, &mut problems);
+    check_tool_settings(&spec, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let warnings = server_warnings(&spec, &filter);
+    let transport = transport.expect("no problems, so a transport");
+    Ok((
+        Server {
+            name: name.to_owned(),
+            file: file.to_owned(),
+            spec,
+            prefix,
+            transport,
+            filter,
+            roots,
+        },
+        warnings,
+    ))
+}
+
+/// How the server is reached: `command` (stdio) or `url` (HTTP), exactly one.
+fn check_transport(
+    spec: &ServerSpec,
+    file: &Path,
+    problems: &mut Vec<Problem>,
+) -> Option<Transport> {
+    match (&spec.command, &spec.url) {
         (Some(_), Some(_)) => {
             problems.push(Problem::new(
                 ["url"],
@@ -425,9 +481,14 @@ fn check_server(
             ));
             None
         }
-        (Some(argv), None) => check_stdio(&spec, argv, file, &mut problems),
-        (None, Some(url)) => check_http(&spec, url, file, &mut problems),
-    };
+        (Some(argv), None) => check_stdio(spec, argv, file, problems),
+        (None, Some(url)) => check_http(spec, url, file, problems),
+    }
+}
+
+/// The prefix of the server's tools (its name unless `prefix:` says otherwise), which
+/// becomes part of tool names.
+fn check_prefix(spec: &ServerSpec, name: &str, problems: &mut Vec<Problem>) -> String {
     let prefix = spec.prefix.clone().unwrap_or_else(|| name.to_owned());
     if spec.prefix.is_some() {
         if prefix.chars().count() > MAX_PREFIX {
@@ -447,13 +508,11 @@ fn check_server(
             ));
         }
     }
-    let filter = match NameFilter::compile(spec.include.as_deref(), &spec.exclude) {
-        Ok(f) => f,
-        Err(bad) => {
-            problems.extend(bad);
-            NameFilter::default()
-        }
-    };
+    prefix
+}
+
+/// `rename:` and `annotations:`.
+fn check_overrides(spec: &ServerSpec, problems: &mut Vec<Problem>) {
     for (from, to) in &spec.rename {
         if let Some(why) = tool_name_problem(to) {
             problems.push(Problem::new(
@@ -463,12 +522,15 @@ fn check_server(
         }
     }
     if let Some(a) = &spec.annotations {
-        check_annotations(a, &["annotations"], &mut problems);
+        check_annotations(a, &["annotations"], problems);
     }
-    let roots = check_roots(spec.roots.as_ref(), file, &mut problems);
+}
+
+/// The per-tool settings of `tools:`.
+fn check_tool_settings(spec: &ServerSpec, problems: &mut Vec<Problem>) {
     for (tool, o) in &spec.tools {
         if let Some(a) = &o.annotations {
-            check_annotations(a, &["tools", tool, "annotations"], &mut problems);
+            check_annotations(a, &["tools", tool, "annotations"], problems);
         }
         for (arg, v) in &o.arguments {
             if holds_toml_datetime(v) {
@@ -492,9 +554,11 @@ fn check_server(
             ));
         }
     }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
+}
+
+/// What a good server's settings do not do: settings for tools the filter hides, and
+/// `annotations:` on a trusted server.
+fn server_warnings(spec: &ServerSpec, filter: &NameFilter) -> Vec<Problem> {
     let mut warnings = Vec::new();
     let unreachable = |key: &str, tool: &str| {
         Problem::new(
@@ -520,19 +584,7 @@ fn check_server(
             "a trusted server's own annotations are used: the server's `annotations` apply to untrusted servers only (per-tool `annotations` apply to both)",
         ));
     }
-    let transport = transport.expect("no problems, so a transport");
-    Ok((
-        Server {
-            name: name.to_owned(),
-            file: file.to_owned(),
-            spec,
-            prefix,
-            transport,
-            filter,
-            roots,
-        },
-        warnings,
-    ))
+    warnings
 }
 
 /// `roots:`, checked: each directory exists and is one (resolved against the file's
