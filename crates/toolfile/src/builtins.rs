@@ -11,7 +11,7 @@
 //! passes in (this crate knows nothing of the tools themselves).
 
 use crate::document::Document;
-use crate::error::{LoadError, Problem, Seg};
+use crate::error::{FileProblem, LoadError, Problem, Seg};
 use serde_json::Value;
 
 /// Which built-in tools to serve.
@@ -103,7 +103,20 @@ pub fn read(docs: &[Document], known: &[&str]) -> Result<Builtins, LoadError> {
                 .collect(),
         ),
     };
-    // A declared tool cannot take the name of a built-in tool that is served with it.
+    check_shadowing(docs, known, &chosen, &mut problems);
+    if !problems.is_empty() {
+        return Err(LoadError::Problems(problems));
+    }
+    Ok(chosen)
+}
+
+/// A declared tool cannot take the name of a built-in tool that is served with it.
+fn check_shadowing(
+    docs: &[Document],
+    known: &[&str],
+    chosen: &Builtins,
+    problems: &mut Vec<FileProblem>,
+) {
     for doc in docs {
         for (i, tool) in doc.tools.iter().enumerate() {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
@@ -122,10 +135,6 @@ pub fn read(docs: &[Document], known: &[&str]) -> Result<Builtins, LoadError> {
             }
         }
     }
-    if !problems.is_empty() {
-        return Err(LoadError::Problems(problems));
-    }
-    Ok(chosen)
 }
 
 #[cfg(test)]

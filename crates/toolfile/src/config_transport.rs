@@ -27,6 +27,29 @@ pub(super) fn check_stdio(
             "`ca_cert` is for an https:// server (`url`)",
         ));
     }
+    check_argv(argv, problems);
+    let env = check_env(spec, problems);
+    for (i, var) in spec.inherit_env.iter().enumerate() {
+        if !is_var_name(var) {
+            problems.push(Problem::new(
+                [Seg::from("inherit_env"), Seg::Index(i)],
+                format!("{var:?} is not a variable's name (letters, digits and '_')"),
+            ));
+        }
+    }
+    if spec.cwd.as_ref().is_some_and(|c| c.as_os_str().is_empty()) {
+        problems.push(Problem::new(["cwd"], "an empty directory"));
+    }
+    (problems.len() == before).then(|| Transport::Stdio {
+        argv: argv.to_vec(),
+        env,
+        inherit_env: spec.inherit_env.clone(),
+        cwd: spec.cwd.as_ref().map(|c| dir_of(file).join(c)),
+    })
+}
+
+/// A stdio server's `command`: a program, no NUL, no inline script.
+fn check_argv(argv: &[String], problems: &mut Vec<Problem>) {
     match argv.first() {
         None => problems.push(Problem::new(
             ["command"],
@@ -49,6 +72,11 @@ pub(super) fn check_stdio(
     if let Some(p) = inline_script(argv) {
         problems.push(p);
     }
+}
+
+/// A stdio server's `env`: good names, values that are `${VAR}` templates (no arguments,
+/// no NUL), compiled.
+fn check_env(spec: &ServerSpec, problems: &mut Vec<Problem>) -> Vec<(String, Template)> {
     let mut env = Vec::new();
     for (k, v) in &spec.env {
         if k.is_empty() || k.contains(['=', '\0']) {
@@ -76,23 +104,7 @@ pub(super) fn check_stdio(
             Ok(t) => env.push((k.clone(), t)),
         }
     }
-    for (i, var) in spec.inherit_env.iter().enumerate() {
-        if !is_var_name(var) {
-            problems.push(Problem::new(
-                [Seg::from("inherit_env"), Seg::Index(i)],
-                format!("{var:?} is not a variable's name (letters, digits and '_')"),
-            ));
-        }
-    }
-    if spec.cwd.as_ref().is_some_and(|c| c.as_os_str().is_empty()) {
-        problems.push(Problem::new(["cwd"], "an empty directory"));
-    }
-    (problems.len() == before).then(|| Transport::Stdio {
-        argv: argv.to_vec(),
-        env,
-        inherit_env: spec.inherit_env.clone(),
-        cwd: spec.cwd.as_ref().map(|c| dir_of(file).join(c)),
-    })
+    env
 }
 
 /// A shell or interpreter given its script inline (`sh -c …`, `node -e …`, `cmd /c …`),

@@ -64,70 +64,9 @@ impl Document {
     ///
     /// A [`FileProblem`] (boxed) for text that does not parse or holds no tool list.
     pub fn parse(file: &Path, format: Format, text: String) -> Result<Document, Box<FileProblem>> {
-        let problem = |location: Option<Location>, message: String| {
-            Box::new(FileProblem {
-                file: file.to_owned(),
-                location,
-                tool: None,
-                problem: Problem::new(Vec::<Seg>::new(), message),
-            })
-        };
         let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let value: Value = match format {
-            Format::Json => crate::json::to_value(body)
-                .map_err(|e| problem(e.location, format!("not valid JSON: {}", e.message)))?,
-            Format::Yaml => crate::yaml::to_json(body).map_err(|e| {
-                let location = Location {
-                    line: e.line,
-                    column: e.column,
-                };
-                problem(Some(location), format!("not valid YAML: {}", e.message))
-            })?,
-            Format::Toml => toml::from_str(body).map_err(|e| {
-                let location = e.span().map(|s| locate::location_of(body, s.start));
-                problem(location, format!("not valid TOML: {}", e.message()))
-            })?,
-        };
-        let shape_error = || {
-            problem(
-                Some(Location { line: 1, column: 1 }),
-                "expected `tools:` (a list of tools), `servers:` (a map of upstream servers) or `gateway:`, or a list of tools".to_owned(),
-            )
-        };
-        let placed = |key: &str, message: String| {
-            let path = [Seg::Key(key.to_owned())];
-            problem(Index::of(format, &text).locate(&path), message)
-        };
-        if let Value::Object(members) = &value {
-            if members.is_empty() {
-                return Err(shape_error());
-            }
-            if let Some(key) = members.keys().find(|k| !FILE_KEYS.contains(&k.as_str())) {
-                return Err(placed(
-                    key,
-                    format!(
-                        "unknown member `{key}`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
-                    ),
-                ));
-            }
-            for (key, ok, what) in [
-                (
-                    "tools",
-                    Value::is_array as fn(&Value) -> bool,
-                    "a list of tools",
-                ),
-                ("servers", Value::is_object, "a map: server name -> server"),
-                (
-                    "gateway",
-                    Value::is_object,
-                    "a map of settings (separator, state_file)",
-                ),
-            ] {
-                if members.get(key).is_some_and(|v| !ok(v)) {
-                    return Err(placed(key, format!("`{key}` must be {what}")));
-                }
-            }
-        }
+        let value = syntax(file, format, body)?;
+        check_top_level(file, format, &text, &value)?;
         let (tools, bare, servers, gateway, builtins) =
             match serde_json::from_value::<FileSpec>(value) {
                 Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None, None),
@@ -138,7 +77,7 @@ impl Document {
                     f.gateway,
                     f.builtins,
                 ),
-                Err(_) => return Err(shape_error()),
+                Err(_) => return Err(shape_error(file)),
             };
         Ok(Document {
             file: file.to_owned(),
@@ -226,6 +165,91 @@ impl Document {
             problem,
         }
     }
+}
+
+/// A problem of the whole file, at `location` when known.
+fn file_problem(file: &Path, location: Option<Location>, message: String) -> Box<FileProblem> {
+    Box::new(FileProblem {
+        file: file.to_owned(),
+        location,
+        tool: None,
+        problem: Problem::new(Vec::<Seg>::new(), message),
+    })
+}
+
+/// The file's `body` (without a byte order mark) read in its format, as a JSON value.
+fn syntax(file: &Path, format: Format, body: &str) -> Result<Value, Box<FileProblem>> {
+    let problem = |location, message| file_problem(file, location, message);
+    Ok(match format {
+        Format::Json => crate::json::to_value(body)
+            .map_err(|e| problem(e.location, format!("not valid JSON: {}", e.message)))?,
+        Format::Yaml => crate::yaml::to_json(body).map_err(|e| {
+            let location = Location {
+                line: e.line,
+                column: e.column,
+            };
+            problem(Some(location), format!("not valid YAML: {}", e.message))
+        })?,
+        Format::Toml => toml::from_str(body).map_err(|e| {
+            let location = e.span().map(|s| locate::location_of(body, s.start));
+            problem(location, format!("not valid TOML: {}", e.message()))
+        })?,
+    })
+}
+
+/// A file that is none of the shapes a tool file has.
+fn shape_error(file: &Path) -> Box<FileProblem> {
+    file_problem(
+        file,
+        Some(Location { line: 1, column: 1 }),
+        "expected `tools:` (a list of tools), `servers:` (a map of upstream servers) or `gateway:`, or a list of tools".to_owned(),
+    )
+}
+
+/// A map at the top must hold known members, each of its kind; the problem is placed at
+/// the member (found in `text`).
+fn check_top_level(
+    file: &Path,
+    format: Format,
+    text: &str,
+    value: &Value,
+) -> Result<(), Box<FileProblem>> {
+    let Value::Object(members) = value else {
+        return Ok(());
+    };
+    let placed = |key: &str, message: String| {
+        let path = [Seg::Key(key.to_owned())];
+        file_problem(file, Index::of(format, text).locate(&path), message)
+    };
+    if members.is_empty() {
+        return Err(shape_error(file));
+    }
+    if let Some(key) = members.keys().find(|k| !FILE_KEYS.contains(&k.as_str())) {
+        return Err(placed(
+            key,
+            format!(
+                "unknown member `{key}`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
+            ),
+        ));
+    }
+    for (key, ok, what) in [
+        (
+            "tools",
+            Value::is_array as fn(&Value) -> bool,
+            "a list of tools",
+        ),
+        ("servers", Value::is_object, "a map: server name -> server"),
+        (
+            "gateway",
+            Value::is_object,
+            "a map of settings (separator, state_file)",
+        ),
+    ] {
+        if members.get(key).is_some_and(|v| !ok(v)) {
+            return Err(placed(key, format!("`{key}` must be {what}")));
+        }
+    }
+    Ok(())
 }
 
 /// The text of `file`, when it is a regular file (followed through symbolic links). It is

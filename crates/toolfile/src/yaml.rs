@@ -156,26 +156,32 @@ fn read(text: &str) -> Result<Value, YamlError> {
         }
         match stack.last_mut() {
             None => document = Some(value),
-            Some(frame) => {
-                frame.values += values;
-                match &mut frame.open {
-                    Open::Seq(items) => items.push(value),
-                    Open::Map(members, key @ None) => {
-                        let k = key_text(value, at)?;
-                        if members.contains_key(&k) {
-                            return Err(error(at, format!("the key `{k}` appears twice")));
-                        }
-                        *key = Some(k);
-                    }
-                    Open::Map(members, key) => {
-                        let k = key.take().expect("matched as Some");
-                        members.insert(k, value);
-                    }
-                }
-            }
+            Some(frame) => attach(frame, value, values, at)?,
         }
     }
     Ok(document.unwrap_or(Value::Null))
+}
+
+/// Puts a finished `value` (holding `values` values) into the open container `frame`: an
+/// item of a sequence, or a mapping's key (refused when the mapping has it already) or the
+/// value for the key before it.
+fn attach(frame: &mut Frame, value: Value, values: usize, at: Marker) -> Result<(), YamlError> {
+    frame.values += values;
+    match &mut frame.open {
+        Open::Seq(items) => items.push(value),
+        Open::Map(members, key @ None) => {
+            let k = key_text(value, at)?;
+            if members.contains_key(&k) {
+                return Err(error(at, format!("the key `{k}` appears twice")));
+            }
+            *key = Some(k);
+        }
+        Open::Map(members, key) => {
+            let k = key.take().expect("matched as Some");
+            members.insert(k, value);
+        }
+    }
+    Ok(())
 }
 
 fn key_text(key: Value, at: Marker) -> Result<String, YamlError> {
