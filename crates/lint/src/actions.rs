@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use toolwright_toolfile::error::{Problem, Seg};
 use toolwright_toolfile::input::InputInfo;
 use toolwright_toolfile::model::{ArgvElement, CommandSpec, HttpSpec};
@@ -23,34 +23,7 @@ pub(crate) fn check(tool: &Value, sink: &mut Sink<'_>) {
     };
     let command = rules::read_part::<CommandSpec>(tool, "command");
     let http = rules::read_part::<HttpSpec>(tool, "http");
-    if let Some(Err(problem)) = &command {
-        invalid(problem, sink);
-    }
-    if let Some(Err(problem)) = &http {
-        invalid(problem, sink);
-    }
-    if let Err(problem) = rules::read_spec(tool) {
-        let in_part =
-            matches!(problem.at.first(), Some(Seg::Key(k)) if k == "command" || k == "http");
-        if !in_part {
-            invalid(&problem, sink);
-        }
-    }
-    match (&command, &http) {
-        (None, None) => sink.add(
-            Rule::ActionMissing,
-            "",
-            rules::NO_ACTION,
-            "give the tool a `command` or an `http` request (or lint it as a plain definition, in a file without actions)",
-        ),
-        (Some(_), Some(_)) => sink.add(
-            Rule::DeclaredInvalid,
-            "/http",
-            rules::TWO_ACTIONS,
-            "split it into two tools, one per action",
-        ),
-        _ => {}
-    }
+    check_reading(tool, &command, &http, sink);
     let schema = map.get("inputSchema").or_else(|| map.get("input_schema"));
     let input = schema.map(InputInfo::of).unwrap_or_default();
     let annotations = map.get("annotations").and_then(Value::as_object);
@@ -79,26 +52,80 @@ pub(crate) fn check(tool: &Value, sink: &mut Sink<'_>) {
     if let Some(Ok(h)) = &http {
         read_one = true;
         sites.extend(rules::http_sites(h));
-        let method = h.method.as_deref().unwrap_or("GET").to_ascii_uppercase();
-        let read_only = annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
-        if read_only && method != "GET" && method != "HEAD" {
-            sink.add(
-                Rule::HintReadOnlyMethod,
-                "/annotations/readOnlyHint",
-                format!(
-                    "readOnlyHint: true on a {method} request: clients may call a read-only tool \
-                     without asking, but {method} is a method that changes things"
-                ),
-                "use GET (or HEAD) if the request only reads; otherwise set readOnlyHint: false",
-            );
+        read_only_method(h, annotations, sink);
+    }
+    check_uses(&sites, &names, &input, read_one, sink);
+}
+
+/// What the loader would refuse in reading the tool's spec and its action (one action,
+/// exactly), reported as lint findings.
+fn check_reading(
+    tool: &Value,
+    command: &Option<Result<CommandSpec, Problem>>,
+    http: &Option<Result<HttpSpec, Problem>>,
+    sink: &mut Sink<'_>,
+) {
+    if let Some(Err(problem)) = command {
+        invalid(problem, sink);
+    }
+    if let Some(Err(problem)) = http {
+        invalid(problem, sink);
+    }
+    if let Err(problem) = rules::read_spec(tool) {
+        let in_part =
+            matches!(problem.at.first(), Some(Seg::Key(k)) if k == "command" || k == "http");
+        if !in_part {
+            invalid(&problem, sink);
         }
     }
-
-    let mut used = BTreeSet::new();
-    for site in &sites {
-        template(site, &input, &mut used, sink);
+    match (command, http) {
+        (None, None) => sink.add(
+            Rule::ActionMissing,
+            "",
+            rules::NO_ACTION,
+            "give the tool a `command` or an `http` request (or lint it as a plain definition, in a file without actions)",
+        ),
+        (Some(_), Some(_)) => sink.add(
+            Rule::DeclaredInvalid,
+            "/http",
+            rules::TWO_ACTIONS,
+            "split it into two tools, one per action",
+        ),
+        _ => {}
     }
-    for n in &names {
+}
+
+/// `readOnlyHint: true` on a request whose method changes things.
+fn read_only_method(h: &HttpSpec, annotations: Option<&Map<String, Value>>, sink: &mut Sink<'_>) {
+    let method = h.method.as_deref().unwrap_or("GET").to_ascii_uppercase();
+    let read_only = annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
+    if read_only && method != "GET" && method != "HEAD" {
+        sink.add(
+            Rule::HintReadOnlyMethod,
+            "/annotations/readOnlyHint",
+            format!(
+                "readOnlyHint: true on a {method} request: clients may call a read-only tool \
+                 without asking, but {method} is a method that changes things"
+            ),
+            "use GET (or HEAD) if the request only reads; otherwise set readOnlyHint: false",
+        );
+    }
+}
+
+/// Each placeholder and `when:` names a property of `input`, and (when an action was read)
+/// each property is used somewhere.
+fn check_uses(
+    sites: &[Site<'_>],
+    names: &[NameSite<'_>],
+    input: &InputInfo,
+    read_one: bool,
+    sink: &mut Sink<'_>,
+) {
+    let mut used = BTreeSet::new();
+    for site in sites {
+        template(site, input, &mut used, sink);
+    }
+    for n in names {
         used.insert(n.name.to_owned());
         if !input.properties.contains_key(n.name) {
             sink.add(
@@ -107,7 +134,7 @@ pub(crate) fn check(tool: &Value, sink: &mut Sink<'_>) {
                 format!(
                     "`when: {}` names no property of inputSchema ({})",
                     n.name,
-                    known(&input)
+                    known(input)
                 ),
                 format!(
                     "add {} to inputSchema's properties, or test a property it has",

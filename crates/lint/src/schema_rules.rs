@@ -486,17 +486,31 @@ fn check_default(
     }
 }
 
+/// What a URI fragment escapes: all but RFC 3986's unreserved characters, sub-delims,
+/// `:`, `@` and `/` (a JSON Pointer's separators stay readable).
+const FRAGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b':')
+    .remove(b'@');
+
 /// Percent-encodes what may not appear literally in a URI fragment.
 fn fragment_encode(pointer: &str) -> String {
-    let mut out = String::with_capacity(pointer.len());
-    for b in pointer.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(pointer, FRAGMENT).to_string()
 }
 
 /// JSON equality as JSON Schema sees it: `1` equals `1.0`.
