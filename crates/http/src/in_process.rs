@@ -122,3 +122,59 @@ impl SessionBackend for InProcess {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolwright_protocol::Implementation;
+    use toolwright_server::Config;
+
+    fn sessions(max: usize) -> InProcess {
+        let server = Server::new(Implementation::new("t", "0"), Config::default());
+        let config = HttpConfig {
+            max_sessions: max,
+            ..HttpConfig::default()
+        };
+        InProcess::new(server, &config, CancellationToken::new())
+    }
+
+    #[tokio::test]
+    async fn a_session_is_found_once_kept_and_not_after_its_end() {
+        let s = sessions(4);
+        let hs = s.open().expect("room for one");
+        let id = hs.id.clone();
+        assert!(s.find(&id).await.unwrap().is_none(), "not before keep");
+        s.keep(hs.clone()).await.unwrap();
+        assert!(Arc::ptr_eq(&s.find(&id).await.unwrap().unwrap(), &hs));
+        s.end(&hs).await.unwrap();
+        assert!(s.find(&id).await.unwrap().is_none());
+        assert!(hs.mcp.is_closed());
+    }
+
+    #[tokio::test]
+    async fn places_are_capped_and_given_back() {
+        let s = sessions(1);
+        let first = s.open().expect("room for one");
+        assert!(s.open().is_none(), "the one place is taken");
+        s.abandon(&first);
+        assert!(first.mcp.is_closed());
+        let second = s.open().expect("the place is free again");
+        s.keep(second).await.unwrap();
+        assert!(s.open().is_none());
+        s.close_all();
+        assert!(s.open().is_some());
+    }
+
+    #[tokio::test]
+    async fn streams_are_numbered_here_and_replayed_from_here() {
+        let s = sessions(1);
+        let hs = s.open().unwrap();
+        let cell = Arc::new(Cell::new(8, false));
+        assert_eq!(s.register(&hs, &cell).await.unwrap(), Some(1));
+        let replay = s.replay(&hs, 1, Some(0)).expect("kept");
+        assert!(Arc::ptr_eq(&replay.cell, &cell) && replay.feeding.is_none());
+        assert!(Arc::ptr_eq(&s.replay(&hs, 0, None).unwrap().cell, &hs.get));
+        assert!(s.replay(&hs, 2, None).is_none(), "never opened");
+        assert!(s.start().is_empty());
+    }
+}
