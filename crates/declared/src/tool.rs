@@ -164,7 +164,7 @@ impl Tool for DeclaredTool {
             // A command's `cwd` and `{name:path}` arguments are beneath the roots every file
             // tool uses: the server's, narrowed by the client's.
             let roots = match &self.action {
-                Action::Command(_) => toolwright_tools::roots::for_call(&ctx).await?,
+                Action::Command(_) => toolwright_server::roots::for_call(&ctx).await?,
                 Action::Http(_) => Vec::new(),
             };
             let rc = RunContext {

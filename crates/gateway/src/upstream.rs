@@ -42,7 +42,7 @@ const WAIT_FOR_RESTART: Duration = Duration::from_secs(5);
 
 /// Variables a stdio server gets from the gateway's environment when set (as declared
 /// tools do), besides its `inherit_env`.
-pub use toolwright_declared::command::ALLOWED_ENV;
+pub use toolwright_toolfile::rules::ALLOWED_ENV;
 
 /// What the gateway hears from an upstream.
 pub trait Events: Send + Sync + 'static {

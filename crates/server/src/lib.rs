@@ -50,6 +50,7 @@
 //! - `observe.rs`: telemetry's one hook, called from [`dispatch`] for every request and
 //!   notification when [`Config::telemetry`] is set (spans of `tracing`, the
 //!   `toolwright-telemetry` instruments, the trace context tools pass on).
+//! - [`roots`]: the roots a call may use (the server's, narrowed by the client's).
 //! - [`config`], [`error`].
 
 mod call;
@@ -67,6 +68,7 @@ pub mod mrtr;
 mod observe;
 pub mod registry;
 pub mod reply;
+pub mod roots;
 pub mod server;
 pub mod session;
 pub mod stdio;

@@ -3,9 +3,9 @@
 //! - [`arith`]: `add` and `multiply`, the seed lesson's example tools.
 //! - [`search_files`]: the lesson's file search, sandboxed to the server's roots.
 //! - [`screenshot`]: `take_screenshot`, the tool-type seed's example, on headless Chromium.
-//! - [`net`]: the address policy for outgoing connections (screenshot, declared HTTP tools).
-//! - [`programs`]: finding a program on a `PATH` (screenshot's browser, declared commands).
-//! - [`roots`]: the roots a call may use, the client's narrowing the server's (every file tool).
+//!
+//! The address policy, resolution and programs on `PATH` that `take_screenshot` uses are
+//! `toolwright-net`'s; the roots a call may use are `toolwright_server::roots`.
 //!
 //! Every tool here has a title, a description a model can act on (what it does, what it
 //! returns, when to use it), an `outputSchema`, and honest annotations. [`builtin`] lists
@@ -14,9 +14,6 @@
 
 pub mod arith;
 mod integers;
-pub mod net;
-pub mod programs;
-pub mod roots;
 pub mod screenshot;
 pub mod search_files;
 

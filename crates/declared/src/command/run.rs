@@ -319,7 +319,7 @@ fn locate(
     if program.contains('/') {
         return Some(program.into());
     }
-    toolwright_tools::programs::on_path(program, env.get(std::ffi::OsStr::new("PATH"))?)
+    toolwright_net::on_path(program, env.get(std::ffi::OsStr::new("PATH"))?)
 }
 
 #[cfg(test)]

@@ -32,16 +32,14 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use redirect::RedirectRules;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
-use std::time::Duration;
+use toolwright_net::AddressPolicy;
 use toolwright_toolfile::fill::Source;
 use toolwright_toolfile::input::InputInfo;
 use toolwright_toolfile::model::HttpSpec;
 use toolwright_toolfile::template::Template;
-use toolwright_tools::net::AddressPolicy;
 use uri::UrlTemplate;
 
 /// The default cap of a response body.
@@ -150,10 +148,7 @@ impl HttpAction {
             allow_private: spec.allow_private,
             allow_loopback: spec.allow_loopback.unwrap_or(true),
         };
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(PolicedConnector::new(policy));
+        let client = toolwright_net::pooled(PolicedConnector::new(policy));
         Ok(HttpAction {
             method,
             url,

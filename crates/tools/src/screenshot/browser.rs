@@ -80,13 +80,13 @@ const FLAGS: &[&str] = &[
 /// first of [`CANDIDATES`] on `PATH`.
 pub(crate) fn locate(configured: Option<&Path>) -> Result<PathBuf, ScreenshotError> {
     let path_var = std::env::var_os("PATH").unwrap_or_default();
-    let on_path = |name: &str| crate::programs::on_path(name, &path_var);
+    let on_path = |name: &str| toolwright_net::on_path(name, &path_var);
     match configured {
         Some(p) if p.components().count() == 1 && !p.is_absolute() => on_path(&p.to_string_lossy())
             .ok_or_else(|| ScreenshotError::BrowserMissing {
                 looked: format!("--chromium {}: not on PATH", p.display()),
             }),
-        Some(p) if crate::programs::is_executable(p) => Ok(p.to_path_buf()),
+        Some(p) if toolwright_net::programs::is_executable(p) => Ok(p.to_path_buf()),
         Some(p) => Err(ScreenshotError::BrowserMissing {
             looked: format!("--chromium {}: no such executable file", p.display()),
         }),
@@ -143,16 +143,24 @@ fn base_candidates() -> Vec<PathBuf> {
     out
 }
 
+/// No temporary directory is short enough for Chromium's socket paths.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "no temporary directory is short enough for Chromium's sockets ({SOCKET_PATH_MAX} bytes at most); tried {}",
+    .tried.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
+)]
+struct NoShortDir {
+    /// The candidates, in order.
+    tried: Vec<PathBuf>,
+}
+
 /// The first of [`base_candidates`] beneath which Chromium's socket paths fit.
-fn base_dir() -> Result<PathBuf, String> {
+fn base_dir() -> Result<PathBuf, NoShortDir> {
     let candidates = base_candidates();
-    candidates.iter().find(|b| fits(b)).cloned().ok_or_else(|| {
-        let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
-        format!(
-            "no temporary directory is short enough for Chromium's sockets ({SOCKET_PATH_MAX} bytes at most); tried {}",
-            tried.join(", ")
-        )
-    })
+    match candidates.iter().find(|b| fits(b)) {
+        Some(b) => Ok(b.clone()),
+        None => Err(NoShortDir { tried: candidates }),
+    }
 }
 
 /// How long a browser asked to quit may take before it is killed.
@@ -202,7 +210,7 @@ impl Browser {
             reason,
             stderr,
         };
-        let base = base_dir().map_err(|why| launch_err(why, vec![]))?;
+        let base = base_dir().map_err(|why| launch_err(why.to_string(), vec![]))?;
         // 0700 (`/tmp` is shared), under a random name no one could have taken first.
         let dir = tempfile::Builder::new()
             .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))

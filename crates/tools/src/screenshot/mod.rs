@@ -12,7 +12,7 @@
 //!
 //! Layout:
 //! - `policy`: which URLs and addresses may be loaded (schemes, the caller's URL, DNS).
-//! - [`crate::net`] (outside this module): the class of an address and which classes the
+//! - `toolwright_net` (outside this crate): the class of an address and which classes the
 //!   policy admits, shared with declared HTTP tools.
 //! - `proxy`: the policy point every connection of the browser goes through (its tests in
 //!   `proxy_tests.rs`).

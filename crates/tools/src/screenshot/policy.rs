@@ -6,7 +6,8 @@
 //! as Chromium treats them) and every address must be admitted: public addresses always,
 //! loopback unless the operator turned it off, everything else (private, link-local,
 //! unspecified, shared, documentation, multicast, reserved) only when the operator allowed
-//! private addresses. The address classes and that decision are in [`crate::net`].
+//! private addresses. The address classes, that decision and the resolution that applies it
+//! are in `toolwright_net` ([`toolwright_net::resolve_checked`]).
 //!
 //! The browser's own connections are policed by `proxy`, which applies the same [`Policy`]
 //! where the socket is opened; [`RequestChecker`] refuses early, without DNS, what can be
@@ -14,8 +15,9 @@
 //! URLs, so a public page cannot pull the local machine's services into a screenshot.
 
 use super::error::Refusal;
-pub(crate) use crate::net::{AddrClass, AddressPolicy, Classified, classify, is_localhost};
 use std::net::{IpAddr, Ipv4Addr};
+pub(crate) use toolwright_net::{AddrClass, AddressPolicy, Classified, classify, is_localhost};
+use toolwright_net::{Error as NetError, SystemResolver};
 use url::{Host, Url};
 
 /// Whether loopback addresses may be loaded.
@@ -51,14 +53,23 @@ impl Policy {
         }
     }
 
-    /// `None` when the address may be loaded; otherwise what to tell the caller.
-    pub fn refuses(&self, ip: IpAddr) -> Option<(Classified, &'static str)> {
-        let decision = AddressPolicy {
+    /// The address classes this policy admits, as `toolwright_net` applies them.
+    pub fn address_policy(&self) -> AddressPolicy {
+        AddressPolicy {
             allow_private: self.allow_private,
             allow_loopback: self.loopback == Loopback::Allowed,
-        };
-        let c = decision.refuses(ip)?;
-        let hint = match c.class {
+        }
+    }
+
+    /// `None` when the address may be loaded; otherwise what to tell the caller.
+    pub fn refuses(&self, ip: IpAddr) -> Option<(Classified, &'static str)> {
+        let c = self.address_policy().refuses(ip)?;
+        Some((c, self.hint(c.class)))
+    }
+
+    /// What the caller is told about a refused address of class `class`.
+    fn hint(&self, class: AddrClass) -> &'static str {
+        match class {
             AddrClass::Loopback => match self.loopback {
                 Loopback::Disabled | Loopback::Allowed => {
                     "this server refuses loopback pages: it was started with --screenshot-no-loopback, or serves HTTP beyond loopback without --screenshot-allow-loopback"
@@ -71,8 +82,7 @@ impl Policy {
                 "it reaches the local machine; it needs --screenshot-allow-private and loopback allowed"
             }
             _ => "the server allows non-public addresses only with --screenshot-allow-private",
-        };
-        Some((c, hint))
+        }
     }
 }
 
@@ -134,29 +144,6 @@ pub(crate) fn parse(text: &str, page: bool) -> Result<(Url, Kind), Refusal> {
     Ok((url, Kind::Web(target)))
 }
 
-/// The addresses a target reaches (resolving names with the system resolver).
-async fn addresses(url: &Url, target: &Target) -> Result<Vec<IpAddr>, Refusal> {
-    match target {
-        Target::Ip(ip) => Ok(vec![*ip]),
-        Target::Localhost => Ok(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]),
-        Target::Name(name, port) => {
-            let unresolvable = |reason: String| Refusal::Unresolvable {
-                url: url.to_string(),
-                host: name.clone(),
-                reason,
-            };
-            let found = tokio::net::lookup_host((name.as_str(), *port))
-                .await
-                .map_err(|e| unresolvable(e.to_string()))?;
-            let ips: Vec<IpAddr> = found.map(|sa| sa.ip()).collect();
-            if ips.is_empty() {
-                return Err(unresolvable("no addresses".into()));
-            }
-            Ok(ips)
-        }
-    }
-}
-
 /// A URL that passed the policy.
 #[derive(Debug, Clone)]
 pub(crate) struct Admitted {
@@ -178,18 +165,44 @@ pub(crate) async fn check(policy: &Policy, text: &str, page: bool) -> Result<Adm
         }
         Kind::Web(t) => t,
     };
-    let ips = addresses(&url, &target).await?;
-    let host = url.host_str().unwrap_or_default();
-    if let Some(r) = ips
+    let host = url.host_str().unwrap_or_default().to_owned();
+    let (name, port) = match target {
+        Target::Ip(ip) => (ip.to_string(), url.port_or_known_default().unwrap_or(80)),
+        Target::Localhost => ("localhost".to_owned(), 80),
+        Target::Name(name, port) => (name, port),
+    };
+    let addrs =
+        toolwright_net::resolve_checked(&SystemResolver, &policy.address_policy(), &name, port)
+            .await
+            .map_err(|e| net_refusal(policy, url.as_str(), &host, e))?;
+    let on_loopback = addrs
         .iter()
-        .find_map(|ip| refusal(policy, url.as_str(), host, *ip))
-    {
-        return Err(r);
-    }
-    let on_loopback = ips
-        .iter()
-        .all(|ip| classify(*ip).class == AddrClass::Loopback);
+        .all(|a| classify(a.ip()).class == AddrClass::Loopback);
     Ok(Admitted { url, on_loopback })
+}
+
+/// The refusal for what [`toolwright_net::resolve_checked`] said about `host`, worded for
+/// `url`.
+pub(crate) fn net_refusal(policy: &Policy, url: &str, host: &str, e: NetError) -> Refusal {
+    match e {
+        NetError::Refused { ip, class, .. } => Refusal::Address {
+            url: url.to_owned(),
+            host: host.to_owned(),
+            ip,
+            range: class.range,
+            hint: policy.hint(class.class),
+        },
+        NetError::Unresolvable { host: name, source } => Refusal::Unresolvable {
+            url: url.to_owned(),
+            host: toolwright_net::resolve::bare_host(&name),
+            reason: source.to_string(),
+        },
+        other => Refusal::Unresolvable {
+            url: url.to_owned(),
+            host: host.to_owned(),
+            reason: other.to_string(),
+        },
+    }
 }
 
 /// The refusal for `ip`, if the policy refuses it, worded for `url` and `host`.

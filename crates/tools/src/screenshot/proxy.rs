@@ -4,7 +4,8 @@
 //! `CONNECT host:port` (HTTPS, and WebSockets of both kinds) and absolute-form requests
 //! (`GET http://host/…`, plain HTTP) are handled alike: the host is resolved once (an IP
 //! literal is taken as is, `localhost` and `*.localhost` are loopback), every address is
-//! checked against the [`Policy`], and the proxy connects to a checked address itself,
+//! checked against the [`Policy`] (both by [`toolwright_net::resolve_checked`], the one
+//! resolution with the address policy applied), and the proxy connects to a checked address itself,
 //! never resolving again, so neither DNS rebinding nor a redirect can change the answer. A
 //! refusal is a `403` sent before any connection to the target is made. Each plain-HTTP
 //! request is checked and forwarded on a connection of its own (in origin form), so a
@@ -26,10 +27,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use std::convert::Infallible;
-use std::future::Future;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::pin::Pin;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -42,27 +41,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Attempts kept in the log, at most (later ones are counted, not kept).
 const MAX_KEPT: usize = 1_000;
 
-/// A name's addresses, on its way.
-pub(crate) type Resolution = Pin<Box<dyn Future<Output = io::Result<Vec<IpAddr>>> + Send>>;
-
-/// Resolves names for the proxy (the system resolver, or a stand-in in tests).
-pub(crate) trait Resolve: Send + Sync {
-    /// The addresses of `name` (never an IP literal or `localhost`).
-    fn resolve(&self, name: &str, port: u16) -> Resolution;
-}
-
-/// The system resolver (`getaddrinfo`).
-pub(crate) struct SystemResolver;
-
-impl Resolve for SystemResolver {
-    fn resolve(&self, name: &str, port: u16) -> Resolution {
-        let name = name.to_owned();
-        Box::pin(async move {
-            let found = tokio::net::lookup_host((name.as_str(), port)).await?;
-            Ok(found.map(|sa| sa.ip()).collect())
-        })
-    }
-}
+pub(crate) use toolwright_net::{Resolve, SystemResolver};
 
 /// What a proxy lets through.
 #[derive(Debug, Clone, Copy)]
@@ -325,33 +304,26 @@ impl State {
             }
             Rules::Policy(p) => p,
         };
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let name = bare.trim_end_matches('.').to_ascii_lowercase();
-        let ips = if let Ok(ip) = name.parse::<IpAddr>() {
-            vec![ip]
-        } else if name == "localhost" || name.ends_with(".localhost") {
-            vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]
-        } else {
-            let unresolvable = |reason: String| Refusal::Unresolvable {
-                url: label.to_owned(),
-                host: name.clone(),
-                reason,
-            };
-            let found = tokio::time::timeout(RESOLVE_TIMEOUT, self.resolver.resolve(&name, port))
-                .await
-                .map_err(|_| unresolvable("no answer in time".into()))?
-                .map_err(|e| unresolvable(e.to_string()))?;
-            if found.is_empty() {
-                return Err(unresolvable("no addresses".into()));
-            }
-            found
+        let unresolvable = |reason: String| Refusal::Unresolvable {
+            url: label.to_owned(),
+            host: toolwright_net::resolve::bare_host(host),
+            reason,
         };
-        for ip in &ips {
-            if let Some(r) = policy::refusal(&policy, label, host, *ip) {
-                return Err(r);
-            }
+        let addrs = tokio::time::timeout(
+            RESOLVE_TIMEOUT,
+            toolwright_net::resolve_checked(
+                self.resolver.as_ref(),
+                &policy.address_policy(),
+                host,
+                port,
+            ),
+        )
+        .await
+        .map_err(|_| unresolvable("no answer in time".into()))?
+        .map_err(|e| policy::net_refusal(&policy, label, host, e))?;
+        for addr in &addrs {
             let local = matches!(
-                classify(*ip).class,
+                classify(addr.ip()).class,
                 AddrClass::Loopback | AddrClass::Unspecified
             );
             if local && self.guarded.contains(&port) {
@@ -361,10 +333,7 @@ impl State {
                 });
             }
         }
-        Ok(ips
-            .into_iter()
-            .map(|ip| SocketAddr::new(ip, port))
-            .collect())
+        Ok(addrs)
     }
 
     /// Answers `200` to a CONNECT (already done by the caller) and relays bytes both ways.
@@ -388,6 +357,10 @@ impl State {
 
     /// Sends one plain-HTTP request, in origin form, on its own connection to the checked
     /// address.
+    ///
+    /// A handshake of its own rather than `toolwright_net`'s pooled client: the request must
+    /// go to the address this proxy just checked for it, and a pooled connection could carry
+    /// it to an address checked for another request (or resolve the name again).
     async fn forward(
         &self,
         req: Request<Incoming>,

@@ -3,8 +3,10 @@
 use super::*;
 use crate::screenshot::policy::Loopback;
 use std::collections::VecDeque;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use toolwright_net::Resolution;
 
 const LOCAL_PAGE: Policy = Policy {
     allow_private: false,

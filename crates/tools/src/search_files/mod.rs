@@ -280,7 +280,7 @@ async fn search(
         args.recursive,
         args.case_sensitive,
     )?);
-    let roots = crate::roots::for_call(&ctx).await?;
+    let roots = toolwright_server::roots::for_call(&ctx).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_on_drop = StopOnDrop(stop.clone());
     let job = {

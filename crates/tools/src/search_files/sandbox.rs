@@ -1,5 +1,5 @@
 //! The sandbox: how a requested `directory` is resolved against the roots a call may use
-//! (the server's, narrowed by the client's: [`crate::roots::for_call`]) without revealing
+//! (the server's, narrowed by the client's: [`toolwright_server::roots::for_call`]) without revealing
 //! anything about paths outside.
 
 use std::ffi::OsStr;

@@ -1,10 +1,11 @@
 //! The roots a call may use: the server's, narrowed by the client's (`roots/list`) when it
-//! offered some. Every tool that touches files goes through [`for_call`]: `search_files`,
-//! and declared command tools for their `cwd` and `{name:path}` arguments, so a client's
-//! roots narrow them all the same way.
+//! offered some. Every tool that touches files goes through [`for_call`]: `search_files`
+//! (`toolwright-tools`), and declared command tools (`toolwright-declared`) for their `cwd`
+//! and `{name:path}` arguments, so a client's roots narrow them all the same way. It lives
+//! here because it reads the call's [`ToolContext`], which both crates get from the server.
 
+use crate::{ToolContext, ToolError};
 use std::path::PathBuf;
-use toolwright_server::{ToolContext, ToolError};
 
 /// The roots this call may use (canonical directories, the client's first root first):
 /// [`narrow`] of the server's roots by the client's.
