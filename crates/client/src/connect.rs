@@ -1,22 +1,25 @@
 //! Opening a connection to an `http://` or `https://` server: the one place this crate
 //! opens a socket (the Streamable HTTP transport and the OAuth requests both come here).
 //!
-//! `https` is TLS 1.2 or 1.3 over rustls (the ring provider), with SNI, ALPN `http/1.1`,
-//! and the certificate checked against [`TlsRoots`]: the webpki roots (Mozilla's CA list,
-//! built in), plus any PEM files of private CAs the user names. A failed handshake is
-//! sorted into a [`TlsFailure`] so that the message says what to do about it.
+//! The connection is `toolwright_net`'s ([`Connector::open`]): the host resolved once, its
+//! addresses sorted by [`AddressPolicy::ANY`] (the user named this server, so every class
+//! is admitted), the first that answers connected to. `https` is that crate's TLS client
+//! configuration: TLS 1.2 or 1.3 over rustls (the ring provider), with SNI, ALPN
+//! `http/1.1`, and the certificate checked against [`TlsRoots`]: the webpki roots
+//! (Mozilla's CA list, built in), plus any PEM files of private CAs the user names. A
+//! failed handshake is sorted into a [`TlsFailure`] so that the message says what to do
+//! about it.
+//!
+//! Callers run hyper's HTTP/1.1 handshake on the connection themselves rather than use
+//! the pooled client ([`toolwright_net::pooled`]): an exchange owns its connection, so
+//! dropping the exchange closes it, which in the modern era is how a request is cancelled.
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{CertificateError, RootCertStore};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
-use tokio_util::either::Either;
+use rustls::CertificateError;
+use toolwright_net::{AddressPolicy, Connector, Error as NetError, tls};
 
 use crate::ClientError;
 use crate::error::TlsFailure;
@@ -26,7 +29,7 @@ use crate::error::TlsFailure;
 const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 
 /// An open connection: plain TCP, or TLS over it.
-pub(crate) type Stream = Either<TcpStream, Box<TlsStream<TcpStream>>>;
+pub(crate) type Stream = toolwright_net::Conn;
 
 /// Which certificate authorities an `https://` server's certificate may chain to: the
 /// webpki roots, plus the certificates of any PEM files added. Cheap to clone.
@@ -47,11 +50,8 @@ impl std::fmt::Debug for TlsRoots {
 impl Default for TlsRoots {
     /// The webpki roots alone.
     fn default() -> Self {
-        static DEFAULT: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
         TlsRoots {
-            config: DEFAULT
-                .get_or_init(|| client_config(webpki_store()))
-                .clone(),
+            config: tls::http1_default(),
             files: Vec::new(),
         }
     }
@@ -69,12 +69,18 @@ impl TlsRoots {
         if files.is_empty() {
             return Ok(TlsRoots::default());
         }
-        let mut store = webpki_store();
-        for path in files {
-            add_pem_file(&mut store, path)?;
-        }
+        let config = tls::config_with_cas(files, &[tls::HTTP1]).map_err(|e| match e {
+            NetError::CaFile { path, problem } => ClientError::CaCert {
+                path,
+                reason: problem.to_string(),
+            },
+            other => ClientError::CaCert {
+                path: files[0].clone(),
+                reason: other.to_string(),
+            },
+        })?;
         Ok(TlsRoots {
-            config: client_config(store),
+            config,
             files: files.to_vec(),
         })
     }
@@ -119,44 +125,6 @@ impl TlsRoots {
     }
 }
 
-fn webpki_store() -> RootCertStore {
-    RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned())
-}
-
-fn client_config(roots: RootCertStore) -> Arc<rustls::ClientConfig> {
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("ring supports the default protocol versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
-}
-
-fn add_pem_file(store: &mut RootCertStore, path: &Path) -> Result<(), ClientError> {
-    let bad = |reason: String| ClientError::CaCert {
-        path: path.to_owned(),
-        reason,
-    };
-    let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
-    let mut count = 0;
-    for (i, cert) in CertificateDer::pem_slice_iter(&bytes).enumerate() {
-        let cert = cert.map_err(|e| bad(format!("not PEM: {e}")))?;
-        store
-            .add(cert)
-            .map_err(|e| bad(format!("certificate {}: {e}", i + 1)))?;
-        count += 1;
-    }
-    if count == 0 {
-        return Err(bad(
-            "it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".to_owned(),
-        ));
-    }
-    Ok(())
-}
-
 tokio::task_local! {
     /// The roots of the connection whose authorizer is running (see [`with_roots`]).
     static AUTH_ROOTS: TlsRoots;
@@ -192,40 +160,36 @@ pub(crate) async fn open(
     host: &str,
     port: u16,
 ) -> Result<Stream, ClientError> {
-    let authority = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    let tcp = TcpStream::connect((host, port))
+    let authority = toolwright_net::resolve::authority(host, port);
+    let connector = Connector::new(AddressPolicy::ANY, roots.config.clone());
+    connector
+        .open(https, host, port)
         .await
-        .map_err(|source| ClientError::Io {
-            context: format!("connecting to {authority}"),
-            source,
-        })?;
-    let _ = tcp.set_nodelay(true);
-    if !https {
-        return Ok(Either::Left(tcp));
-    }
-    let name = ServerName::try_from(host.to_owned()).map_err(|e| ClientError::Tls {
-        host: authority.clone(),
-        kind: TlsFailure::Handshake,
-        detail: format!("{host:?} is not a name TLS can check: {e}"),
-    })?;
-    match TlsConnector::from(roots.config.clone())
-        .connect(name, tcp)
-        .await
-    {
-        Ok(tls) => Ok(Either::Right(Box::new(tls))),
-        Err(e) => {
-            let (kind, detail) = classify(&e, roots);
-            Err(ClientError::Tls {
-                host: authority,
-                kind,
-                detail,
-            })
-        }
-    }
+        .map_err(|e| match e {
+            NetError::Unresolvable { source, .. } | NetError::Connect { source, .. } => {
+                ClientError::Io {
+                    context: format!("connecting to {authority}"),
+                    source,
+                }
+            }
+            NetError::ServerName { source, .. } => ClientError::Tls {
+                host: authority.clone(),
+                kind: TlsFailure::Handshake,
+                detail: format!("{host:?} is not a name TLS can check: {source}"),
+            },
+            NetError::Tls { source, .. } => {
+                let (kind, detail) = classify(&source, roots);
+                ClientError::Tls {
+                    host: authority.clone(),
+                    kind,
+                    detail,
+                }
+            }
+            other => ClientError::Io {
+                context: format!("connecting to {authority}"),
+                source: std::io::Error::other(other.to_string()),
+            },
+        })
 }
 
 /// What a failed handshake means.

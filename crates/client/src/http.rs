@@ -9,7 +9,6 @@ use http::header::{ACCEPT, CONTENT_TYPE, HOST};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId, Response};
 
 use crate::ClientError;
@@ -157,7 +156,7 @@ pub(crate) async fn exchange(
         endpoint.port,
     )
     .await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(stream)
         .await
         .map_err(|e| io_err("HTTP handshake with", &e))?;
     let work = async {

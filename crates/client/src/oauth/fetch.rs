@@ -8,7 +8,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, HOST};
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use url::Url;
 
@@ -132,7 +131,7 @@ pub(crate) async fn request(
         let stream = connect::open(&connect::current_roots(), https, &host, port)
             .await
             .map_err(|e| fail(e.to_string()))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(stream)
             .await
             .map_err(|e| fail(e.to_string()))?;
         tokio::spawn(async move {

@@ -268,8 +268,9 @@ impl OAuth {
                 scope: s.scope.clone(),
             };
             if let Err(e) = cache::save(path, &entry) {
-                eprintln!(
-                    "toolwright: cannot cache the token in {}: {e}",
+                tracing::warn!(
+                    target: "toolwright_client::oauth",
+                    "cannot cache the token in {}: {e}",
                     path.display()
                 );
             }

@@ -44,6 +44,9 @@ impl Loopback {
         state: &str,
         browser: bool,
     ) -> Result<String, ClientError> {
+        // A prompt the person must act on, not a log record: it is written whatever
+        // TOOLWRIGHT_LOG says (a filtered-out event would leave the user waiting), and the
+        // client commands that reach it install no log subscriber.
         eprintln!("toolwright: open this URL to authorize:\n  {url}");
         if browser
             && let Some(program) = std::env::var_os("BROWSER").filter(|p| !p.is_empty())
@@ -54,7 +57,10 @@ impl Loopback {
                 .kill_on_drop(false)
                 .spawn()
         {
-            eprintln!("toolwright: cannot run $BROWSER ({program:?}): {e}");
+            tracing::warn!(
+                target: "toolwright_client::oauth",
+                "cannot run $BROWSER ({program:?}): {e}"
+            );
         }
         tokio::time::timeout(WAIT, self.receive(state))
             .await

@@ -118,19 +118,19 @@ pub(super) async fn connect(
     let request_timeout = options.connect.request_timeout;
     match options.connect.era {
         EraChoice::Modern => {
-            discover(&inner, request_timeout)
-                .await?
-                .map_err(|detail| ClientError::Malformed {
+            if let Discovered::NotModern { detail } = discover(&inner, request_timeout).await? {
+                return Err(ClientError::Malformed {
                     what: "server/discover result".to_owned(),
                     detail,
-                })?;
+                });
+            }
         }
         EraChoice::Legacy => initialize(&inner).await?,
         EraChoice::Auto => {
             let probe = match discover(&inner, options.connect.probe_timeout).await {
                 // A result that is not a modern server's (e.g. `{}`): a legacy server
                 // answering an unknown method loosely.
-                Ok(Err(_)) => Ok(Probe::Legacy),
+                Ok(Discovered::NotModern { .. }) => Ok(Probe::Legacy),
                 probe => classify(probe.map(|_| ()), matches!(target, Target::Stdio { .. })),
             };
             match probe? {
@@ -173,12 +173,19 @@ pub(super) fn not_modern(result: &Value) -> Option<String> {
     })
 }
 
-/// `server/discover`: the modern era's (optional) first request. `Ok(Err(why))`: the
-/// server answered, but not as a modern server we can speak with.
-async fn discover(
-    inner: &Arc<Inner>,
-    timeout: Duration,
-) -> Result<Result<(), String>, ClientError> {
+/// What `server/discover` found.
+enum Discovered {
+    /// A modern server this client speaks with.
+    Modern,
+    /// The server answered, but not as a modern server we can speak with.
+    NotModern {
+        /// Why not.
+        detail: String,
+    },
+}
+
+/// `server/discover`: the modern era's (optional) first request.
+async fn discover(inner: &Arc<Inner>, timeout: Duration) -> Result<Discovered, ClientError> {
     {
         let mut s = inner.state.write();
         s.era = Era::Modern;
@@ -191,8 +198,8 @@ async fn discover(
     let result = inner
         .request(Call::new("server/discover", json!({})), how)
         .await?;
-    if let Some(why) = not_modern(&result) {
-        return Ok(Err(why));
+    if let Some(detail) = not_modern(&result) {
+        return Ok(Discovered::NotModern { detail });
     }
     let mut s = inner.state.write();
     s.server_info = result
@@ -202,7 +209,7 @@ async fn discover(
     s.capabilities = result
         .get("capabilities")
         .and_then(|c| serde_json::from_value(c.clone()).ok());
-    Ok(Ok(()))
+    Ok(Discovered::Modern)
 }
 
 /// The legacy handshake: `initialize` (declaring our capabilities), then
