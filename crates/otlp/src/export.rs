@@ -152,7 +152,7 @@ pub(crate) fn start(config: Config) -> Result<crate::Exporter, Error> {
             };
             rt.block_on(async move {
                 let exporter = match crate::wire::OtlpExporter::new(&config, &resource())
-                    .map_err(Error::Build)
+                    .map_err(Error::Setup)
                 {
                     Ok(e) => {
                         let _ = ready.send(Ok(()));
@@ -229,12 +229,24 @@ async fn run(
     }
 }
 
+/// The target of the exporter's own log events (a failed export, dropped spans).
+///
+/// They are `tracing` events, so they honour `TOOLWRIGHT_LOG` and `--log-format json`. They
+/// cannot feed back into export: the spans exported come from the server's telemetry hook
+/// ([`toolwright_telemetry::SpanSink`]), not from a `tracing` layer, and an event is no
+/// span. Should spans ever be taken from `tracing`, that layer must skip this target.
+pub(crate) const LOG_TARGET: &str = "toolwright_otlp::export";
+
 async fn send(exporter: &mut crate::wire::OtlpExporter, batch: &mut Vec<SpanData>) {
     if batch.is_empty() {
         return;
     }
     let n = batch.len();
     if let Err(e) = exporter.export(std::mem::take(batch)).await {
-        eprintln!("toolwright: OTLP export of {n} spans failed: {e}");
+        tracing::warn!(
+            target: LOG_TARGET,
+            spans = n,
+            "OTLP export of {n} spans failed: {e}"
+        );
     }
 }

@@ -18,6 +18,7 @@ mod export;
 mod wire;
 
 pub use config::{Config, Protocol, from_env_with};
+pub use wire::{ExportError, Failure, SetupError};
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -42,6 +43,9 @@ pub enum Error {
     /// The OTLP exporter could not be built.
     #[error("the OTLP exporter could not be built: {0}")]
     Build(String),
+    /// The endpoint, headers or certificate could not be used.
+    #[error("the OTLP exporter could not be built: {0}")]
+    Setup(#[source] wire::SetupError),
 }
 
 /// Reads the process's environment; `Ok(None)` when export is off.
@@ -103,7 +107,11 @@ impl Exporter {
         }
         let dropped = self.sink.dropped.load(Ordering::Relaxed);
         if dropped > 0 {
-            eprintln!("toolwright: {dropped} spans were dropped (the OTLP queue was full)");
+            tracing::warn!(
+                target: export::LOG_TARGET,
+                dropped,
+                "{dropped} spans were dropped (the OTLP queue was full)"
+            );
         }
         if let Some(t) = self.thread.take()
             && t.is_finished()

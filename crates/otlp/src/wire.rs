@@ -16,8 +16,12 @@
 //!
 //! `http://` is plain TCP (HTTP/2 with prior knowledge for gRPC, as collectors listen on
 //! 4317); `https://` is TLS on rustls, trusting the webpki roots and the PEM file
-//! `OTEL_EXPORTER_OTLP_CERTIFICATE` names, with ALPN `h2` or `http/1.1`. One connection is
-//! kept, and opened again after a failure.
+//! `OTEL_EXPORTER_OTLP_CERTIFICATE` names, with ALPN `h2` or `http/1.1`: the connection and
+//! the TLS configuration are `toolwright_net`'s ([`Connector::open`],
+//! [`toolwright_net::tls::config_with_cas`]), under [`AddressPolicy::ANY`] (the operator
+//! named the collector). One connection is kept, and opened again after a failure; it is
+//! a handshake of this file's own rather than `toolwright_net`'s pooled client because
+//! that client speaks HTTP/1.1 only, and gRPC needs HTTP/2 with prior knowledge.
 
 use crate::config::{Config, Protocol};
 use bytes::{Buf, Bytes};
@@ -25,7 +29,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
 use hyper::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, Uri};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -36,9 +40,7 @@ use opentelemetry_sdk::trace::SpanData;
 use prost::Message;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
-use tokio_util::either::Either;
+use toolwright_net::{AddressPolicy, Conn, Connector, tls};
 
 /// The gRPC method every export calls.
 const EXPORT: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
@@ -46,8 +48,109 @@ const EXPORT: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Expor
 /// The most of an answer's body that is read.
 const MAX_ANSWER: usize = 4 << 20;
 
-/// An open connection to the collector.
-type Io = TokioIo<Either<TcpStream, TlsStream<TcpStream>>>;
+/// Why an exporter could not be built from its settings.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// The endpoint does not parse.
+    #[error("the endpoint {endpoint:?} is not a URL: {source}")]
+    NotUrl {
+        /// The endpoint.
+        endpoint: String,
+        /// Why not.
+        source: hyper::http::uri::InvalidUri,
+    },
+    /// The endpoint has no host.
+    #[error("the endpoint {endpoint:?} names no host")]
+    NoHost {
+        /// The endpoint.
+        endpoint: String,
+    },
+    /// A header the endpoint gives (`host`, `grpc-timeout`) is not a header value.
+    #[error("the endpoint {endpoint:?} gives an unusable {header}")]
+    Unusable {
+        /// The endpoint.
+        endpoint: String,
+        /// The header.
+        header: &'static str,
+    },
+    /// A configured header's name is not a header name.
+    #[error("{name:?} is not a header name")]
+    HeaderName {
+        /// The name.
+        name: String,
+    },
+    /// A configured header's value is not a header value.
+    #[error("the value of header {name} is not a header value")]
+    HeaderValue {
+        /// The header's name.
+        name: String,
+    },
+    /// The certificate file could not be used.
+    #[error(transparent)]
+    Tls(toolwright_net::Error),
+}
+
+/// Why one export failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: {failure}")]
+pub struct ExportError {
+    /// The URL posted to.
+    pub url: String,
+    /// What went wrong.
+    pub failure: Failure,
+}
+
+/// What went wrong with one export.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Failure {
+    /// No answer within the timeout.
+    #[error("no answer within {ms} ms")]
+    Timeout {
+        /// The timeout.
+        ms: u128,
+    },
+    /// The connection (or its TLS handshake) could not be opened.
+    #[error("{0}")]
+    Connect(toolwright_net::Error),
+    /// The HTTP handshake failed.
+    #[error("HTTP handshake: {0}")]
+    Handshake(hyper::Error),
+    /// Sending the request failed.
+    #[error("{0}")]
+    Send(hyper::Error),
+    /// Reading the answer failed.
+    #[error("reading the answer: {0}")]
+    Read(Box<dyn std::error::Error + Send + Sync>),
+    /// An HTTP status other than success, with the start of its body.
+    #[error("HTTP {status}{excerpt}")]
+    Status {
+        /// The status.
+        status: hyper::StatusCode,
+        /// `: ` and the start of a short text body, or nothing.
+        excerpt: String,
+    },
+    /// A gRPC status other than 0.
+    #[error("gRPC status {code}: {message}")]
+    Grpc {
+        /// The status code.
+        code: String,
+        /// Its message, percent-decoded.
+        message: String,
+    },
+    /// A gRPC answer without `grpc-status`.
+    #[error("the answer has no grpc-status")]
+    NoGrpcStatus,
+    /// The collector rejected some spans.
+    #[error("the collector rejected {count} spans: {message}")]
+    Rejected {
+        /// How many.
+        count: i64,
+        /// Its message.
+        message: String,
+    },
+}
 
 /// The collector, parsed once.
 struct Collector {
@@ -115,29 +218,36 @@ fn endpoint(config: &Config) -> String {
 
 impl OtlpExporter {
     /// Checks the endpoint, headers and certificate `config` names.
-    pub(crate) fn new(config: &Config, resource: &Resource) -> Result<OtlpExporter, String> {
+    pub(crate) fn new(config: &Config, resource: &Resource) -> Result<OtlpExporter, SetupError> {
         let given = endpoint(config);
-        let uri: Uri = given
-            .parse()
-            .map_err(|e| format!("the endpoint {given:?} is not a URL: {e}"))?;
+        let not_url = |source| SetupError::NotUrl {
+            endpoint: given.clone(),
+            source,
+        };
+        let uri: Uri = given.parse().map_err(not_url)?;
         let secure = uri.scheme_str() == Some("https");
         let host = uri
             .host()
             .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("the endpoint {given:?} names no host"))?;
+            .ok_or_else(|| SetupError::NoHost {
+                endpoint: given.clone(),
+            })?;
         let authority = uri.authority().map_or(host, |a| a.as_str());
         let base = format!("{}://{authority}", if secure { "https" } else { "http" });
         let fixed = |name: &'static str, value: &str| {
             HeaderValue::try_from(value)
                 .map(|v| (HeaderName::from_static(name), v))
-                .map_err(|_| format!("the endpoint {given:?} gives an unusable {name}"))
+                .map_err(|_| SetupError::Unusable {
+                    endpoint: given.clone(),
+                    header: name,
+                })
         };
         // HTTP/1.1 takes the path and a Host header; HTTP/2 the whole URI, whose scheme and
         // authority become its pseudo-headers.
         let (path, alpn, protocol_headers): (&str, &[u8], _) = match config.protocol {
             Protocol::HttpProtobuf => (
                 uri.path_and_query().map_or("/", |p| p.as_str()),
-                b"http/1.1",
+                tls::HTTP1,
                 vec![
                     fixed("host", authority)?,
                     fixed("content-type", "application/x-protobuf")?,
@@ -145,7 +255,7 @@ impl OtlpExporter {
             ),
             Protocol::Grpc => (
                 EXPORT,
-                b"h2",
+                tls::H2,
                 vec![
                     fixed("content-type", "application/grpc")?,
                     fixed("te", "trailers")?,
@@ -166,9 +276,9 @@ impl OtlpExporter {
         );
         for (k, v) in &config.headers {
             let name = HeaderName::try_from(k.as_str())
-                .map_err(|_| format!("{k:?} is not a header name"))?;
+                .map_err(|_| SetupError::HeaderName { name: k.clone() })?;
             let value = HeaderValue::try_from(v.as_str())
-                .map_err(|_| format!("the value of header {k} is not a header value"))?;
+                .map_err(|_| SetupError::HeaderValue { name: k.clone() })?;
             headers.insert(name, value);
         }
         Ok(OtlpExporter {
@@ -180,13 +290,13 @@ impl OtlpExporter {
                     .to_owned(),
                 port: uri.port_u16().unwrap_or(if secure { 443 } else { 80 }),
                 tls: if secure {
-                    Some(tls_config(config.certificate.as_deref(), alpn)?)
+                    let files: Vec<std::path::PathBuf> =
+                        config.certificate.iter().cloned().collect();
+                    Some(tls::config_with_cas(&files, &[alpn]).map_err(SetupError::Tls)?)
                 } else {
                     None
                 },
-                target: target
-                    .parse()
-                    .map_err(|e| format!("the endpoint {given:?} is not a URL: {e}"))?,
+                target: target.parse().map_err(not_url)?,
                 url,
             },
             headers,
@@ -197,7 +307,7 @@ impl OtlpExporter {
     }
 
     /// Sends `batch` as one export, within the configured timeout.
-    pub(crate) async fn export(&mut self, batch: Vec<SpanData>) -> Result<(), String> {
+    pub(crate) async fn export(&mut self, batch: Vec<SpanData>) -> Result<(), ExportError> {
         let message = ExportTraceServiceRequest {
             resource_spans: group_spans_by_resource_and_scope(batch, &self.resource),
         };
@@ -208,15 +318,20 @@ impl OtlpExporter {
         let timeout = self.timeout;
         let outcome = match tokio::time::timeout(timeout, self.call(body)).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+            Err(_) => Err(Failure::Timeout {
+                ms: timeout.as_millis(),
+            }),
         };
-        outcome.map_err(|e| {
+        outcome.map_err(|failure| {
             self.connection = None;
-            format!("{}: {e}", self.collector.url)
+            ExportError {
+                url: self.collector.url.clone(),
+                failure,
+            }
         })
     }
 
-    async fn call(&mut self, body: Bytes) -> Result<(), String> {
+    async fn call(&mut self, body: Bytes) -> Result<(), Failure> {
         let (mut sender, kept) = match self.connection.take() {
             Some(s) if !s.is_closed() => (s, true),
             _ => (self.connect().await?, false),
@@ -230,28 +345,34 @@ impl OtlpExporter {
                 sender
                     .send(self.request(body))
                     .await
-                    .map_err(|e| e.to_string())?
+                    .map_err(Failure::Send)?
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(Failure::Send(e)),
         };
         self.connection = Some(sender);
         let (head, body) = response.into_parts();
         let answer = Limited::new(body, MAX_ANSWER)
             .collect()
             .await
-            .map_err(|e| format!("reading the answer: {e}"))?;
+            .map_err(Failure::Read)?;
         let trailers = answer.trailers().cloned().unwrap_or_default();
         let bytes = answer.to_bytes();
         let reply = match self.protocol {
             Protocol::HttpProtobuf => {
                 if !head.status.is_success() {
-                    return Err(format!("HTTP {}{}", head.status, excerpt(&bytes)));
+                    return Err(Failure::Status {
+                        status: head.status,
+                        excerpt: excerpt(&bytes),
+                    });
                 }
                 Some(bytes)
             }
             Protocol::Grpc => {
                 if head.status != hyper::StatusCode::OK {
-                    return Err(format!("HTTP {}", head.status));
+                    return Err(Failure::Status {
+                        status: head.status,
+                        excerpt: String::new(),
+                    });
                 }
                 grpc_status(&trailers, &head.headers)?;
                 unframe(bytes)
@@ -262,10 +383,10 @@ impl OtlpExporter {
             && let Some(partial) = reply.partial_success
             && partial.rejected_spans > 0
         {
-            return Err(format!(
-                "the collector rejected {} spans: {}",
-                partial.rejected_spans, partial.error_message
-            ));
+            return Err(Failure::Rejected {
+                count: partial.rejected_spans,
+                message: partial.error_message,
+            });
         }
         Ok(())
     }
@@ -279,25 +400,14 @@ impl OtlpExporter {
         request
     }
 
-    async fn connect(&self) -> Result<Sender, String> {
+    async fn connect(&self) -> Result<Sender, Failure> {
         let c = &self.collector;
-        let tcp = TcpStream::connect((c.host.as_str(), c.port))
+        let config = c.tls.clone().unwrap_or_else(tls::http1_default);
+        let io: Conn = Connector::new(AddressPolicy::ANY, config)
+            .open(c.tls.is_some(), &c.host, c.port)
             .await
-            .map_err(|e| format!("connecting: {e}"))?;
-        let _ = tcp.set_nodelay(true);
-        let io: Io = TokioIo::new(match &c.tls {
-            None => Either::Left(tcp),
-            Some(config) => {
-                let name = rustls::pki_types::ServerName::try_from(c.host.clone())
-                    .map_err(|e| format!("{}: {e}", c.host))?;
-                let tls = tokio_rustls::TlsConnector::from(config.clone())
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| format!("TLS: {e}"))?;
-                Either::Right(tls)
-            }
-        });
-        let handshake = |e: hyper::Error| format!("HTTP handshake: {e}");
+            .map_err(Failure::Connect)?;
+        let handshake = Failure::Handshake;
         Ok(match self.protocol {
             Protocol::HttpProtobuf => {
                 let (sender, connection) = http1::handshake(io).await.map_err(handshake)?;
@@ -321,7 +431,7 @@ impl OtlpExporter {
 }
 
 /// `grpc-status` 0, or the error the collector gave.
-fn grpc_status(trailers: &HeaderMap, headers: &HeaderMap) -> Result<(), String> {
+fn grpc_status(trailers: &HeaderMap, headers: &HeaderMap) -> Result<(), Failure> {
     let get = |name: &str| trailers.get(name).or_else(|| headers.get(name));
     match get("grpc-status").and_then(|s| s.to_str().ok()) {
         Some("0") => Ok(()),
@@ -329,10 +439,14 @@ fn grpc_status(trailers: &HeaderMap, headers: &HeaderMap) -> Result<(), String> 
             let message = get("grpc-message")
                 .and_then(|m| m.to_str().ok())
                 .map(|m| percent_encoding::percent_decode_str(m).decode_utf8_lossy())
-                .unwrap_or_default();
-            Err(format!("gRPC status {code}: {message}"))
+                .unwrap_or_default()
+                .into_owned();
+            Err(Failure::Grpc {
+                code: code.to_owned(),
+                message,
+            })
         }
-        None => Err("the answer has no grpc-status".into()),
+        None => Err(Failure::NoGrpcStatus),
     }
 }
 
@@ -368,42 +482,6 @@ pub(crate) fn unframe(mut body: Bytes) -> Option<Bytes> {
     body.advance(1);
     let len = usize::try_from(body.get_u32()).ok()?;
     (body.len() >= len).then(|| body.split_to(len))
-}
-
-/// rustls on ring with the ALPN protocol `alpn`, trusting the webpki roots and the
-/// certificates of `extra` (PEM).
-fn tls_config(
-    extra: Option<&std::path::Path>,
-    alpn: &[u8],
-) -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots =
-        rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(path) = extra {
-        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let blocks =
-            pem::parse_many(&text).map_err(|e| format!("{}: not PEM: {e}", path.display()))?;
-        let mut added = 0;
-        for block in blocks.iter().filter(|b| b.tag() == "CERTIFICATE") {
-            roots
-                .add(rustls::pki_types::CertificateDer::from(
-                    block.contents().to_vec(),
-                ))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            added += 1;
-        }
-        if added == 0 {
-            return Err(format!("{}: holds no certificate", path.display()));
-        }
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| e.to_string())?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    config.alpn_protocols = vec![alpn.to_vec()];
-    Ok(Arc::new(config))
 }
 
 #[cfg(test)]

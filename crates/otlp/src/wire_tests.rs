@@ -1,5 +1,6 @@
 use super::*;
 use crate::config::from_env_with;
+use tokio::net::TcpStream;
 
 fn config(vars: &[(&str, &str)]) -> Config {
     let vars: Vec<(String, String)> = vars
@@ -51,7 +52,8 @@ fn the_exporter_checks_what_it_is_given() {
     let made = |vars: &[(&str, &str)]| OtlpExporter::new(&config(vars), &resource);
     let e = made(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://")])
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         e.contains("names no host") || e.contains("not a URL"),
         "{e}"
@@ -61,7 +63,8 @@ fn the_exporter_checks_what_it_is_given() {
         ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem"),
     ])
     .err()
-    .unwrap();
+    .unwrap()
+    .to_string();
     assert!(e.contains("/nonexistent/ca.pem"), "{e}");
     let ok = made(&[
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://[::1]:4318"),
@@ -111,14 +114,21 @@ fn grpc_frames_round_trip() {
 fn grpc_status_comes_from_trailers_or_headers() {
     let mut t = HeaderMap::new();
     let h = HeaderMap::new();
-    assert!(grpc_status(&t, &h).unwrap_err().contains("no grpc-status"));
+    assert!(
+        grpc_status(&t, &h)
+            .unwrap_err()
+            .to_string()
+            .contains("no grpc-status")
+    );
     t.insert("grpc-status", HeaderValue::from_static("0"));
     grpc_status(&t, &h).unwrap();
     let mut only = HeaderMap::new();
     only.insert("grpc-status", HeaderValue::from_static("14"));
     only.insert("grpc-message", HeaderValue::from_static("not%20ready"));
     assert_eq!(
-        grpc_status(&HeaderMap::new(), &only).unwrap_err(),
+        grpc_status(&HeaderMap::new(), &only)
+            .unwrap_err()
+            .to_string(),
         "gRPC status 14: not ready"
     );
 }
@@ -189,7 +199,7 @@ async fn a_kept_connection_that_dies_is_replaced_once() {
     exporter.export(Vec::new()).await.unwrap();
     exporter.export(Vec::new()).await.unwrap();
     let mut fresh = OtlpExporter::new(&cfg, &resource).unwrap();
-    let e = fresh.export(Vec::new()).await.unwrap_err();
+    let e = fresh.export(Vec::new()).await.unwrap_err().to_string();
     assert!(e.starts_with(&format!("{url}/v1/traces: ")), "{e}");
     drop(server.await.unwrap());
 }
