@@ -135,8 +135,11 @@ impl Server {
         }
     }
 
-    /// Whether the server has the tool `name` (now: a reload may change it).
+    /// Whether the server has the tool `name` (now: a reload may change it), once the
+    /// start-up tools are registered (before, a built-in tool's call would be labelled as
+    /// an unknown one).
     fn has_tool(&self, name: &str) -> bool {
+        self.wait_ready();
         self.inner.registry.snapshot().get(name).is_some()
     }
 
