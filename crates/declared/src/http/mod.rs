@@ -333,35 +333,46 @@ impl HttpAction {
                 hops += 1;
                 continue;
             }
-            let ok = (200..300).contains(&status);
-            let limit = if ok {
-                self.max_response
-            } else {
-                self.max_response.min(BODY_HEAD as u64)
-            };
-            let declared = resp
-                .headers()
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-            if ok && declared.is_some_and(|n| n > limit) {
-                // Refused before reading any of it.
-                return Err(RunError::TooLarge {
-                    stream: Stream::Body,
-                    limit,
-                });
-            }
-            let bytes = read_capped(resp.into_body(), limit, ok).await?;
-            if !ok {
-                let head = &bytes[..bytes.len().min(BODY_HEAD)];
-                return Err(RunError::Status {
-                    status,
-                    body_head: String::from_utf8_lossy(head).into_owned(),
-                });
-            }
-            let mut meta = Map::new();
-            meta.insert("status".into(), Value::from(status));
-            return Ok(Output { bytes, meta });
+            return self.read_response(resp, status).await;
         }
+    }
+
+    /// The output of a final (not redirected) response: its body within the cap (refused at
+    /// once when `Content-Length` says it is over), or the call's failure with the head of
+    /// the body when the status is not 2xx.
+    async fn read_response(
+        &self,
+        resp: http::Response<hyper::body::Incoming>,
+        status: u16,
+    ) -> Result<Output, RunError> {
+        let ok = (200..300).contains(&status);
+        let limit = if ok {
+            self.max_response
+        } else {
+            self.max_response.min(BODY_HEAD as u64)
+        };
+        let declared = resp
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if ok && declared.is_some_and(|n| n > limit) {
+            // Refused before reading any of it.
+            return Err(RunError::TooLarge {
+                stream: Stream::Body,
+                limit,
+            });
+        }
+        let bytes = read_capped(resp.into_body(), limit, ok).await?;
+        if !ok {
+            let head = &bytes[..bytes.len().min(BODY_HEAD)];
+            return Err(RunError::Status {
+                status,
+                body_head: String::from_utf8_lossy(head).into_owned(),
+            });
+        }
+        let mut meta = Map::new();
+        meta.insert("status".into(), Value::from(status));
+        Ok(Output { bytes, meta })
     }
 }
 
