@@ -122,51 +122,35 @@ impl UrlTemplate {
         args: &Map<String, Value>,
         env: Env<'_>,
     ) -> Result<Filled, RunError> {
-        let mut out = self.origin.clone();
-        let path = render_path(&self.path, args, env)?;
-        let shifted = |f: &Filled, by: usize| -> Vec<std::ops::Range<usize>> {
-            f.secrets.iter().map(|r| r.start + by..r.end + by).collect()
+        let mut out = Filled {
+            text: self.origin.clone(),
+            ..Filled::default()
         };
-        let mut secrets = shifted(&path, out.len());
-        out.push_str(&path.text);
-        let mut secret = path.secret;
-        // The query's marks, relative to its start (after the `?`).
-        let mut query_secrets = Vec::new();
-        let mut query = String::new();
+        out.push(&render_path(&self.path, args, env)?);
+        // The query, its marks relative to its start (after the `?`).
+        let mut query = Filled::default();
         if !self.query.is_empty() {
-            let q = required(&self.query, args, env, encode::component)?;
-            secret |= q.secret;
-            query_secrets.extend(shifted(&q, query.len()));
-            query.push_str(&q.text);
+            query.push(&required(&self.query, args, env, encode::component)?);
         }
         for (name, value) in &self.params {
             let Some(v) = encode::fill(value.parts(), args, env, &mut UrlPart(encode::component))?
             else {
                 continue;
             };
-            secret |= v.secret;
-            if !query.is_empty() {
-                query.push('&');
+            if !query.text.is_empty() {
+                query.text.push('&');
             }
-            query.push_str(name);
-            query.push('=');
-            query_secrets.extend(shifted(&v, query.len()));
-            query.push_str(&v.text);
+            query.text.push_str(name);
+            query.text.push('=');
+            query.push(&v);
         }
-        if !query.is_empty() {
-            out.push('?');
-            secrets.extend(
-                query_secrets
-                    .iter()
-                    .map(|r| r.start + out.len()..r.end + out.len()),
-            );
-            out.push_str(&query);
+        if query.text.is_empty() {
+            out.secret |= query.secret;
+        } else {
+            out.text.push('?');
+            out.push(&query);
         }
-        Ok(Filled {
-            text: out,
-            secret,
-            secrets,
-        })
+        Ok(out)
     }
 
     /// The URL `filled` as telemetry, logs and errors may show it: the origin and the path,
