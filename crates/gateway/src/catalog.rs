@@ -211,7 +211,7 @@ async fn listed<T: serde::de::DeserializeOwned>(
     let items = match peer.list_all(method, key).await {
         Ok(items) => items,
         Err(e) => {
-            eprintln!("toolwright: upstream {server}: {method} failed: {e}");
+            tracing::warn!(server, "upstream {server}: {method} failed: {e}");
             return Vec::new();
         }
     };
@@ -220,9 +220,10 @@ async fn listed<T: serde::de::DeserializeOwned>(
         .filter_map(|v| {
             serde_json::from_value(v)
                 .map_err(|e| {
-                    eprintln!(
-                        "toolwright: upstream {server}: an item of {method} is unreadable: {e}"
-                    )
+                    tracing::warn!(
+                        server,
+                        "upstream {server}: an item of {method} is unreadable: {e}"
+                    );
                 })
                 .ok()
         })

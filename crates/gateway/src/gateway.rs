@@ -4,16 +4,20 @@
 //! Upstream I/O runs on a small runtime of the gateway's own, so upstreams are reached
 //! the same way whether the server serves stdio or HTTP, and from the warm-up thread that
 //! registers the start-up tools. An upstream's tools are (re)listed when it connects and
-//! when it says its list changed; each listing is linted, checked against the pins, named,
-//! given its effective annotations and standing, and swapped into the server in one step
-//! ([`Server::replace_tools`]), which tells clients once.
+//! when it says its list changed; each listing is linted, and every server's last listing
+//! goes through the install plan (`plan.rs`, a pure function: named, checked against
+//! the pins, given its effective annotations and standing), whose tools are swapped into
+//! the server in one step ([`Server::replace_tools`]), which tells clients once.
+//!
+//! What changes while the gateway runs is one `State` behind one lock; the upstreams
+//! themselves are fixed when the gateway is made.
 
 use crate::catalog;
 use crate::error::GatewayError;
-use crate::install::{build_tool, installed_digest, pinned_definitions, shell_word};
+use crate::install::{installed_digest, pinned_definitions, shell_word};
 use crate::naming;
-use crate::pin::{Pins, Verdict};
-use crate::tool::Standing;
+use crate::pin::Pins;
+use crate::plan::{self, Inputs, Listing};
 use crate::upstream::{Events, Shared, Upstream};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -52,20 +56,31 @@ pub struct Gateway {
     server: OnceLock<Server>,
     state_file: PathBuf,
     separator: String,
-    upstreams: Mutex<Vec<Arc<Upstream>>>,
+    /// In config order; fixed when the gateway is made.
+    upstreams: Vec<Arc<Upstream>>,
     pins: Pins,
+    /// Everything that changes while the gateway runs, behind one lock.
+    state: Mutex<State>,
+}
+
+/// What changes while the gateway runs. One lock: an install reads and writes most of it
+/// at once, and never waits on anything but the state file's lock while it holds it.
+#[derive(Default)]
+struct State {
     /// Names of built-in and declared tools: no upstream tool may take one.
-    reserved: Mutex<BTreeSet<String>>,
+    reserved: BTreeSet<String>,
     /// The upstream tools registered now, by exposed name.
-    registered: Mutex<Vec<String>>,
+    registered: Vec<String>,
     /// A digest of what is registered now (definitions and standing).
-    installed: Mutex<Option<u64>>,
+    installed: Option<u64>,
     /// The last listing of each server, as received (or as pinned, before it connects).
-    listed: Mutex<BTreeMap<String, Vec<Value>>>,
-    /// Reasons already reported for tools that are not served, so each is said once.
-    reported: Mutex<BTreeSet<String>>,
-    /// Servers whose lint findings were reported (once per definition set).
-    linted: Mutex<BTreeMap<String, u64>>,
+    listed: BTreeMap<String, Vec<Value>>,
+    /// What was reported already (tools that are not served, and why), so each is said once.
+    reported: BTreeSet<String>,
+    /// A digest of each server's definitions whose lint findings were reported.
+    linted: BTreeMap<String, u64>,
+    /// Servers with an attempt to start them again scheduled, so there is one at a time.
+    retrying: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -105,20 +120,13 @@ impl Events for Hub {
 
     fn closed(&self, server: &str, _why: &str) {
         let Some(g) = self.0.upgrade() else { return };
-        // Logged where the failure is counted (Upstream::failed), once.
-        let server = server.to_owned();
-        let gw = g.clone();
-        // Started again after its backoff; its tools stay listed meanwhile, and a call
-        // gets the reason it cannot be reached.
-        g.handle().spawn(async move {
-            let Some(up) = gw.upstream(&server) else {
-                return;
-            };
-            if let Some(wait) = up.retry_in() {
-                tokio::time::sleep(wait).await;
-            }
-            gw.refresh_named(&server).await;
-        });
+        // Logged where the failure is counted (Upstream::failed), once. Started again after
+        // its backoff; its tools stay listed meanwhile, and a call gets the reason it
+        // cannot be reached.
+        if let Some(up) = g.upstream(server) {
+            let wait = up.retry_in().unwrap_or_default();
+            g.retry_after(up, wait);
+        }
     }
 
     fn request(
@@ -170,40 +178,48 @@ impl Gateway {
             .enable_all()
             .build()
             .map_err(|e| GatewayError::Runtime(e.to_string()))?;
-        let gateway = Arc::new(Gateway {
-            runtime: Some(runtime),
-            files,
-            server: OnceLock::new(),
-            state_file: config.state_file.clone(),
-            separator: config.separator.clone(),
-            upstreams: Mutex::new(Vec::new()),
-            pins: Pins::new(config.state_file.clone()),
-            reserved: Mutex::new(BTreeSet::new()),
-            registered: Mutex::new(Vec::new()),
-            installed: Mutex::new(None),
-            listed: Mutex::new(BTreeMap::new()),
-            reported: Mutex::new(BTreeSet::new()),
-            linted: Mutex::new(BTreeMap::new()),
+        let handle = runtime.handle().clone();
+        let mut failure = None;
+        let gateway = Arc::new_cyclic(|me: &Weak<Gateway>| {
+            let events: Arc<dyn Events> = Arc::new(Hub(me.clone()));
+            let made = config
+                .servers
+                .iter()
+                .map(|server| {
+                    let timeout = server
+                        .spec
+                        .timeout
+                        .map(|d| d.0)
+                        .unwrap_or(settings.call_timeout);
+                    Upstream::new(
+                        server,
+                        timeout,
+                        handle.clone(),
+                        events.clone(),
+                        &shared,
+                        settings.telemetry.clone(),
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>();
+            let upstreams = made.unwrap_or_else(|e| {
+                failure = Some(e);
+                Vec::new()
+            });
+            Gateway {
+                runtime: Some(runtime),
+                files,
+                server: OnceLock::new(),
+                state_file: config.state_file.clone(),
+                separator: config.separator.clone(),
+                upstreams,
+                pins: Pins::new(config.state_file.clone()),
+                state: Mutex::new(State::default()),
+            }
         });
-        let events: Arc<dyn Events> = Arc::new(Hub(Arc::downgrade(&gateway)));
-        let mut ups = Vec::with_capacity(config.servers.len());
-        for server in &config.servers {
-            let timeout = server
-                .spec
-                .timeout
-                .map(|d| d.0)
-                .unwrap_or(settings.call_timeout);
-            ups.push(Upstream::new(
-                server,
-                timeout,
-                gateway.handle().clone(),
-                events.clone(),
-                &shared,
-                settings.telemetry.clone(),
-            )?);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(gateway),
         }
-        *gateway.upstreams.lock() = ups;
-        Ok(gateway)
     }
 
     /// The gateway's runtime.
@@ -235,16 +251,12 @@ impl Gateway {
     }
 
     fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
-        self.upstreams
-            .lock()
-            .iter()
-            .find(|u| u.name() == name)
-            .cloned()
+        self.upstreams.iter().find(|u| u.name() == name).cloned()
     }
 
     /// The upstreams, in config order.
     pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
-        self.upstreams.lock().clone()
+        self.upstreams.clone()
     }
 
     /// What keeps the gateway from being ready (for `/readyz`): each `eager` upstream
@@ -295,17 +307,43 @@ impl Gateway {
     /// cannot be reached is logged and tried again with backoff; its tools join the list
     /// when it comes up.
     pub fn register_all(self: &Arc<Self>, server: &Server, reserved: BTreeSet<String>) {
-        *self.reserved.lock() = reserved;
         let _ = self.server.set(server.clone());
-        // A lazy server whose tools are pinned is served from its pins and started by the
-        // first call that needs it; the others are listed now.
+        let to_list = {
+            let mut st = self.state.lock();
+            st.reserved = reserved;
+            self.list_from_pins(&mut st)
+        };
+        self.install_all();
+        let gw = self.clone();
+        let all = async move {
+            let tasks: Vec<_> = to_list
+                .into_iter()
+                .map(|up| {
+                    let gw = gw.clone();
+                    tokio::spawn(async move { gw.refresh(&up).await })
+                })
+                .collect();
+            for t in tasks {
+                let _ = t.await;
+            }
+            true
+        };
+        if !self.wait_off_runtime(all, FIRST_LIST_WAIT) {
+            tracing::warn!(
+                "some upstreams were not listed within {FIRST_LIST_WAIT:?}; their tools join when they answer"
+            );
+        }
+    }
+
+    /// Lists each lazy server whose tools are pinned from its pins (it is started by the
+    /// first call that needs it); the others, not listed yet, are what to list now.
+    fn list_from_pins(&self, st: &mut State) -> Vec<Arc<Upstream>> {
         let mut to_list = Vec::new();
         // Read once for every lazy server (an unreadable file pins nothing here; listing
         // reports it).
         let mut pins = None;
-        for up in self.upstreams() {
-            let already = self.listed.lock().contains_key(up.name());
-            if already || up.current().is_some() {
+        for up in &self.upstreams {
+            if st.listed.contains_key(up.name()) || up.current().is_some() {
                 continue;
             }
             let pinned = match up.spec().start {
@@ -317,28 +355,12 @@ impl Gateway {
             };
             match pinned {
                 Some(defs) => {
-                    self.listed.lock().insert(up.name().to_owned(), defs);
+                    st.listed.insert(up.name().to_owned(), defs);
                 }
-                None => to_list.push(up),
+                None => to_list.push(up.clone()),
             }
         }
-        self.install_all();
-        let gw = self.clone();
-        let all = self.handle().spawn(async move {
-            let mut tasks = Vec::new();
-            for up in to_list {
-                let gw = gw.clone();
-                tasks.push(tokio::spawn(async move { gw.refresh(&up).await }));
-            }
-            for t in tasks {
-                let _ = t.await;
-            }
-        });
-        if !self.wait_off_runtime(async move { all.await.is_ok() }, FIRST_LIST_WAIT) {
-            tracing::warn!(
-                "some upstreams were not listed within {FIRST_LIST_WAIT:?}; their tools join when they answer"
-            );
-        }
+        to_list
     }
 
     /// Registers the resources, resource templates and prompts of the `eager` servers in
@@ -346,9 +368,10 @@ impl Gateway {
     /// serving: the capabilities sent at `initialize` say whether there are any.
     pub fn register_catalog(self: &Arc<Self>, server: &Server) {
         let eager: Vec<Arc<Upstream>> = self
-            .upstreams()
-            .into_iter()
+            .upstreams
+            .iter()
             .filter(|u| u.spec().start == StartSpec::Eager)
+            .cloned()
             .collect();
         if eager.is_empty() {
             return;
@@ -369,20 +392,19 @@ impl Gateway {
             FIRST_LIST_WAIT,
         );
         for (name, offer) in rx.try_iter() {
-            for r in offer.resources {
-                if let Err(e) = server.register_resource(r) {
-                    eprintln!("toolwright: upstream {name}: {e}");
-                }
-            }
-            for t in offer.templates {
-                if let Err(e) = server.register_template(t) {
-                    eprintln!("toolwright: upstream {name}: {e}");
-                }
-            }
-            for p in offer.prompts {
-                if let Err(e) = server.register_prompt(p) {
-                    eprintln!("toolwright: upstream {name}: {e}");
-                }
+            let registered = offer
+                .resources
+                .into_iter()
+                .map(|r| server.register_resource(r))
+                .chain(
+                    offer
+                        .templates
+                        .into_iter()
+                        .map(|t| server.register_template(t)),
+                )
+                .chain(offer.prompts.into_iter().map(|p| server.register_prompt(p)));
+            for e in registered.filter_map(Result::err) {
+                tracing::warn!(server = %name, "upstream {name}: {e}");
             }
         }
     }
@@ -407,15 +429,26 @@ impl Gateway {
                 tracing::warn!(server = %up.name(), "{e}");
             }
             if let Some(wait) = up.retry_in() {
-                let again = gw.clone();
-                gw.handle().spawn(async move {
-                    tokio::time::sleep(wait).await;
-                    if up.current().is_none() {
-                        again.refresh(&up).await;
-                    }
-                });
+                gw.retry_after(up, wait);
             }
         })
+    }
+
+    /// Lists `up` again after `wait`, unless it is up by then (its connection lists it) or
+    /// an attempt is scheduled already: one attempt per backoff, so each failure is said
+    /// once.
+    fn retry_after(self: &Arc<Self>, up: Arc<Upstream>, wait: Duration) {
+        if !self.state.lock().retrying.insert(up.name().to_owned()) {
+            return;
+        }
+        let gw = self.clone();
+        self.handle().spawn(async move {
+            tokio::time::sleep(wait).await;
+            gw.state.lock().retrying.remove(up.name());
+            if up.current().is_none() {
+                gw.refresh(&up).await;
+            }
+        });
     }
 
     async fn try_refresh(self: &Arc<Self>, up: &Arc<Upstream>) -> Result<(), GatewayError> {
@@ -427,13 +460,14 @@ impl Gateway {
         let defs =
             peer.list_all("tools/list", "tools")
                 .await
-                .map_err(|e| GatewayError::Upstream {
+                .map_err(|e| GatewayError::Request {
                     server: up.name().to_owned(),
-                    reason: format!("tools/list failed: {e}"),
+                    method: "tools/list".into(),
+                    reason: e.to_string(),
                 })?;
         up.healthy();
         self.lint(up.name(), &defs);
-        self.listed.lock().insert(up.name().to_owned(), defs);
+        self.state.lock().listed.insert(up.name().to_owned(), defs);
         self.install_all();
         Ok(())
     }
@@ -446,7 +480,8 @@ impl Gateway {
             Value::Array(defs.to_vec()).to_string().hash(&mut h);
             h.finish()
         };
-        if self.linted.lock().insert(server.to_owned(), digest) == Some(digest) {
+        let seen = self.state.lock().linted.insert(server.to_owned(), digest);
+        if seen == Some(digest) {
             return;
         }
         let report = toolwright_lint::lint(defs, &toolwright_lint::Options::default());
@@ -466,94 +501,81 @@ impl Gateway {
         }
     }
 
-    /// Turns every server's last listing into tools and swaps them all in at once: names
-    /// are only known to be free once every listing is merged.
+    /// Turns every server's last listing into tools and swaps them all in at once (names
+    /// are only known to be free once every listing is merged): the install plan
+    /// ([`plan::plan`]) against the state file, read and written once, then applied. Under
+    /// the state's lock throughout, so two installs never interleave.
     fn install_all(&self) {
         let Some(target) = self.server.get() else {
             return; // register_all installs what was listed before
         };
-        let ups = self.upstreams();
-        let listed = self.listed.lock().clone();
-        let mut per_server = Vec::new();
-        let mut verdicts: BTreeMap<String, BTreeMap<String, Verdict>> = BTreeMap::new();
-        for up in &ups {
-            let Some(defs) = listed.get(up.name()) else {
+        let flags = self.config_flags();
+        let mut st = self.state.lock();
+        let listings: Vec<Listing<'_>> = self
+            .upstreams
+            .iter()
+            .filter_map(|up| {
+                let tools = st.listed.get(up.name())?;
+                Some(Listing {
+                    server: up.config(),
+                    tools,
+                })
+            })
+            .collect();
+        let inputs = Inputs {
+            listings: &listings,
+            reserved: &st.reserved,
+            separator: &self.separator,
+            config_flags: &flags,
+            reported: &st.reported,
+        };
+        let planned = if listings.is_empty() {
+            // Nothing to check: the state file is not touched.
+            plan::plan(&inputs, Ok(&mut crate::pin::State::default())).0
+        } else {
+            match self.pins.with_state(|state| plan::plan(&inputs, Ok(state))) {
+                Ok(p) => p,
+                Err(e) => plan::plan(&inputs, Err(&e)).0,
+            }
+        };
+        drop(listings);
+        self.apply(target, &mut st, planned);
+    }
+
+    /// Installs a plan: its reports said, its refusals told to their upstreams, its tools
+    /// attached to their upstreams and swapped in (unless they are what is served now).
+    fn apply(&self, target: &Server, st: &mut State, planned: plan::Plan) {
+        for text in planned.reports {
+            tracing::warn!("{text}");
+            st.reported.insert(text);
+        }
+        let mut refused = planned.refused;
+        for up in &self.upstreams {
+            if let Some(r) = refused.remove(up.name()) {
+                up.set_refused(r);
+            }
+        }
+        let mut names = Vec::with_capacity(planned.tools.len());
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(planned.tools.len());
+        for t in planned.tools {
+            let Some(up) = self.upstream(&t.server) else {
                 continue;
             };
-            let exposed = naming::expose(up.config(), &self.separator, defs);
-            let pairs: Vec<(&str, &Value)> = exposed
-                .tools
-                .iter()
-                .map(|t| (t.upstream.as_str(), &t.original))
-                .collect();
-            match self.pins.check(up.name(), &pairs) {
-                Ok(v) => {
-                    let by_name = pairs.iter().map(|(n, _)| (*n).to_owned()).zip(v);
-                    verdicts.insert(up.name().to_owned(), by_name.collect());
-                }
-                Err(e) => {
-                    // Without the pins nothing of this server can be checked: none served.
-                    self.report(format!(
-                        "upstream {}: its tools are not served: {e}",
-                        up.name()
-                    ));
-                    continue;
-                }
-            }
-            per_server.push(exposed);
-        }
-        let set = naming::merge(per_server, &self.reserved.lock());
-        for d in set.dropped() {
-            self.report(format!("upstream {d}"));
-        }
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        let mut names = Vec::new();
-        let mut refused: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-        for e in set.tools() {
-            let Some(up) = ups.iter().find(|u| u.name() == e.server) else {
-                continue;
-            };
-            let verdict = verdicts.get(&e.server).and_then(|v| v.get(&e.upstream));
-            match build_tool(up, e, verdict, &self.config_flags()) {
-                Ok(t) => {
-                    if let Standing::Refused(why) = &t.standing {
-                        self.report(format!("upstream {}: {why}", e.server));
-                        refused
-                            .entry(e.server.clone())
-                            .or_default()
-                            .insert(e.upstream.clone(), why.clone());
-                    }
-                    names.push(t.definition.name.clone());
-                    tools.push(Arc::new(t));
-                }
-                Err(reason) => self.report(format!("upstream {}: {reason}", e.server)),
-            }
-        }
-        for up in &ups {
-            if listed.contains_key(up.name()) {
-                up.set_refused(refused.remove(up.name()).unwrap_or_default());
-            }
+            names.push(t.definition.name.clone());
+            tools.push(Arc::new(t.attach(up)));
         }
         // The same set again (a listing that changed nothing, pins re-read) is not swapped
         // in: clients would be told of a change there is not.
         let digest = installed_digest(&tools);
-        if *self.installed.lock() == Some(digest) {
+        if st.installed == Some(digest) {
             return;
         }
-        let mut registered = self.registered.lock();
-        match target.replace_tools(&registered, tools) {
+        match target.replace_tools(&st.registered, tools) {
             Ok(()) => {
-                *registered = names;
-                *self.installed.lock() = Some(digest);
+                st.registered = names;
+                st.installed = Some(digest);
             }
-            Err(e) => eprintln!("toolwright: the upstream tools cannot be served: {e}"),
-        }
-    }
-
-    /// Says `text` on stderr, once.
-    fn report(&self, text: String) {
-        if self.reported.lock().insert(text.clone()) {
-            eprintln!("toolwright: {text}");
+            Err(e) => tracing::error!("the upstream tools cannot be served: {e}"),
         }
     }
 
@@ -569,26 +591,21 @@ impl Gateway {
     pub fn list_each(
         self: &Arc<Self>,
         limit: Duration,
-    ) -> Vec<(String, Result<Vec<Value>, String>)> {
+    ) -> Vec<(String, Result<Vec<Value>, GatewayError>)> {
         let (tx, rx) = std::sync::mpsc::channel();
         let ups = self.upstreams();
         let names: Vec<String> = ups.iter().map(|u| u.name().to_owned()).collect();
         self.wait_off_runtime(
             async move {
-                let mut tasks = Vec::new();
-                for up in ups {
-                    let tx = tx.clone();
-                    tasks.push(tokio::spawn(async move {
-                        let listed = match up.peer().await {
-                            Ok(peer) => peer
-                                .list_all("tools/list", "tools")
-                                .await
-                                .map_err(|e| format!("tools/list failed: {e}")),
-                            Err(e) => Err(e.to_string()),
-                        };
-                        let _ = tx.send((up.name().to_owned(), listed));
-                    }));
-                }
+                let tasks: Vec<_> = ups
+                    .into_iter()
+                    .map(|up| {
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            let _ = tx.send((up.name().to_owned(), list_tools(&up).await));
+                        })
+                    })
+                    .collect();
                 for t in tasks {
                     let _ = t.await;
                 }
@@ -596,14 +613,17 @@ impl Gateway {
             },
             limit,
         );
-        let mut got: BTreeMap<String, Result<Vec<Value>, String>> = rx.try_iter().collect();
+        let mut got: BTreeMap<String, Result<Vec<Value>, GatewayError>> = rx.try_iter().collect();
         names
             .into_iter()
-            .map(|n| {
-                let r = got
-                    .remove(&n)
-                    .unwrap_or_else(|| Err(format!("no answer within {limit:?}")));
-                (n, r)
+            .map(|server| {
+                let r = got.remove(&server).unwrap_or_else(|| {
+                    Err(GatewayError::NoAnswer {
+                        server: server.clone(),
+                        limit,
+                    })
+                });
+                (server, r)
             })
             .collect()
     }
@@ -627,21 +647,40 @@ impl Gateway {
         );
     }
 
-    /// Runs `fut` on the gateway's runtime and waits for it here, at most `limit`; true
-    /// when it finished and said so. The wait happens on a thread of its own, so this may
-    /// be called from anywhere, a thread of another runtime included.
+    /// Runs `fut` as a task on the gateway's runtime and waits here for what it says, at
+    /// most `limit`; true when it finished in time and said so.
+    ///
+    /// No thread is made for the wait: the task runs on the gateway's own worker and the
+    /// caller blocks on a channel, which works from anywhere, a thread of another runtime
+    /// included (where `Handle::block_on` would panic). What remains is that the caller's
+    /// thread blocks: the callers ([`Gateway::register_all`] from the server's warm-up,
+    /// start-up, `toolwright lint`, shutdown) are synchronous by contract. It must not be
+    /// called on the gateway's own worker, whose task it would wait for; none of its
+    /// callers runs there.
     fn wait_off_runtime(
         &self,
         fut: impl std::future::Future<Output = bool> + Send + 'static,
         limit: Duration,
     ) -> bool {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let handle = self.handle().clone();
-        std::thread::spawn(move || {
-            let done = handle.block_on(async { tokio::time::timeout(limit, fut).await });
-            let _ = tx.send(done.unwrap_or(false));
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle().spawn(async move {
+            let done = tokio::time::timeout(limit, fut).await.unwrap_or(false);
+            let _ = tx.send(done);
         });
+        // A little longer than the task's own limit, so its answer wins when both are due.
         rx.recv_timeout(limit + Duration::from_millis(200))
             .unwrap_or(false)
     }
+}
+
+/// One upstream's tools, as received (for [`Gateway::list_each`]).
+async fn list_tools(up: &Arc<Upstream>) -> Result<Vec<Value>, GatewayError> {
+    let peer = up.peer().await?;
+    peer.list_all("tools/list", "tools")
+        .await
+        .map_err(|e| GatewayError::Request {
+            server: up.name().to_owned(),
+            method: "tools/list".into(),
+            reason: e.to_string(),
+        })
 }

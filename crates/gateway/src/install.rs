@@ -1,68 +1,126 @@
 //! What the gateway installs of an upstream's listing: each exposed tool built with its
-//! standing (pins, policy), a digest of an installed set (to skip a swap that changes
+//! standing (pins, policy) and then attached to its upstream, a digest of an installed set (to skip a swap that changes
 //! nothing), the pinned definitions a lazy upstream is listed from, and the shell words of
 //! the commands its messages suggest.
 
+use crate::error::{GatewayError, ToolProblem};
 use crate::naming::Exposed;
 use crate::pin::Verdict;
 use crate::tool::{Standing, UpstreamTool};
 use crate::upstream::Upstream;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
+use toolwright_protocol::ParamHeaders;
 use toolwright_schema::Validator;
 use toolwright_server::{Tool, ToolDefinition};
-use toolwright_toolfile::servers::Action;
+use toolwright_toolfile::config::Server;
+use toolwright_toolfile::servers::{Action, ContractMode};
 
-/// One exposed tool, ready to register.
-pub(crate) fn build_tool(
-    up: &Arc<Upstream>,
+/// One exposed tool, built and judged, short of the connection it is called through: what
+/// the install plan decides ([`crate::plan`]) without a runtime.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// Its server.
+    pub(crate) server: String,
+    /// Its name upstream.
+    pub(crate) upstream_name: String,
+    /// What clients see.
+    pub(crate) definition: ToolDefinition,
+    pub(crate) fixed: serde_json::Map<String, Value>,
+    pub(crate) input: Option<Arc<Validator>>,
+    pub(crate) output: Option<Arc<Validator>>,
+    pub(crate) contracts: ContractMode,
+    pub(crate) standing: Standing,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) param_headers: Option<ParamHeaders>,
+}
+
+impl Prepared {
+    /// The tool, called through `upstream` (its server's).
+    pub(crate) fn attach(self, upstream: Arc<Upstream>) -> UpstreamTool {
+        UpstreamTool {
+            upstream,
+            upstream_name: self.upstream_name,
+            definition: self.definition,
+            fixed: self.fixed,
+            input: self.input,
+            output: self.output,
+            contracts: self.contracts,
+            standing: self.standing,
+            timeout: self.timeout,
+            param_headers: self.param_headers,
+        }
+    }
+}
+
+/// One exposed tool of `server`, ready to attach: its schemas compiled, its definition
+/// read, its standing from the pins' `verdict` and the policy's decision.
+///
+/// # Errors
+///
+/// [`GatewayError::Tool`] when a schema does not compile or the definition does not read.
+pub(crate) fn prepare(
+    server: &Server,
     e: &Exposed,
     verdict: Option<&Verdict>,
     config_flags: &str,
-) -> Result<UpstreamTool, String> {
-    let server = up.name();
-    let compile = |which: &str| -> Result<Option<Arc<Validator>>, String> {
-        match e.original.get(which) {
-            None | Some(Value::Null) => Ok(None),
-            Some(s) => Validator::compile(s)
-                .map(|v| Some(Arc::new(v)))
-                .map_err(|err| format!("tool {}: its {which} does not compile: {err}", e.upstream)),
-        }
+) -> Result<Prepared, GatewayError> {
+    let problem = |problem| GatewayError::Tool {
+        server: server.name.clone(),
+        tool: e.upstream.clone(),
+        problem,
+    };
+    let compile = |member: &'static str| match e.original.get(member) {
+        None | Some(Value::Null) => Ok(None),
+        Some(s) => Validator::compile(s)
+            .map(|v| Some(Arc::new(v)))
+            .map_err(|err| {
+                problem(ToolProblem::Schema {
+                    member,
+                    reason: err.to_string(),
+                })
+            }),
     };
     let input = compile("inputSchema")?;
     let output = compile("outputSchema")?;
     let definition: ToolDefinition = serde_json::from_value(e.definition.clone())
-        .map_err(|err| format!("tool {}: its definition cannot be read: {err}", e.upstream))?;
+        .map_err(|err| problem(ToolProblem::Unreadable(err.to_string())))?;
     let param_headers = serde_json::from_value::<ToolDefinition>(e.original.clone())
         .ok()
         .and_then(|d| d.param_headers().ok())
         .filter(|p| !p.is_empty());
-    let standing = match verdict {
-        Some(Verdict::Quarantined { .. }) => Standing::Refused(format!(
-            "the definition of {} on upstream {server} changed since it was pinned, so it is quarantined: review it with `toolwright trust list{config_flags}`, then run `toolwright trust accept {server} {}{config_flags}`",
-            e.upstream, e.upstream
-        )),
-        _ => match e.decision.action {
-            Action::Allow => Standing::Allowed,
-            Action::Confirm => Standing::Confirm,
-            Action::Deny => Standing::Refused(format!(
-                "the gateway's policy denies calling {} on upstream {server} ({})",
-                e.upstream, e.decision.rule
-            )),
-        },
-    };
-    Ok(UpstreamTool {
-        upstream: up.clone(),
+    Ok(Prepared {
+        server: server.name.clone(),
         upstream_name: e.upstream.clone(),
         definition,
         fixed: e.fixed.clone(),
         input,
         output,
-        contracts: up.spec().contracts,
-        standing,
-        timeout: up.spec().timeout.map(|d| d.0),
+        contracts: server.spec.contracts,
+        standing: standing(&server.name, e, verdict, config_flags),
+        timeout: server.spec.timeout.map(|d| d.0),
         param_headers,
     })
+}
+
+/// Whether a tool may be called: a quarantined definition is refused (with the commands
+/// that review and accept it), else the policy decides.
+fn standing(server: &str, e: &Exposed, verdict: Option<&Verdict>, config_flags: &str) -> Standing {
+    if let Some(Verdict::Quarantined { .. }) = verdict {
+        return Standing::Refused(format!(
+            "the definition of {} on upstream {server} changed since it was pinned, so it is quarantined: review it with `toolwright trust list{config_flags}`, then run `toolwright trust accept {server} {}{config_flags}`",
+            e.upstream, e.upstream
+        ));
+    }
+    match e.decision.action {
+        Action::Allow => Standing::Allowed,
+        Action::Confirm => Standing::Confirm,
+        Action::Deny => Standing::Refused(format!(
+            "the gateway's policy denies calling {} on upstream {server} ({})",
+            e.upstream, e.decision.rule
+        )),
+    }
 }
 
 /// A digest of a set of upstream tools: what clients see of each, and whether it is served.

@@ -15,6 +15,9 @@
 //! - [`naming`]: an upstream's tool list to the tools exposed (filters, renames, prefixes,
 //!   overrides, fixed arguments), and every server's merged, collisions dropped.
 //! - [`policy`]: the annotations clients see, allow/confirm/deny, the confirmation form.
+//! - `plan.rs`: the install plan, a pure function from every server's listing, the pins
+//!   and the reserved names to the tools installed, refused and reported; `install.rs`
+//!   builds each tool of it.
 //! - [`pin`]: fingerprints, the state file, quarantine and acceptance.
 //! - [`error`]: the gateway's error, [`GatewayError`].
 
@@ -35,11 +38,12 @@ mod install;
 pub mod naming;
 mod observe;
 pub mod pin;
+mod plan;
 pub mod policy;
 pub mod tool;
 pub mod upstream;
 
-pub use error::GatewayError;
+pub use error::{GatewayError, ToolProblem};
 pub use gateway::Gateway;
 pub use install::shell_word;
 pub use tool::UpstreamTool;

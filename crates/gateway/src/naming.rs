@@ -159,8 +159,7 @@ pub fn expose(server: &Server, separator: &str, upstream: &[Value]) -> ServerToo
                 .push(drop(name.to_owned(), None, DropReason::DuplicateUpstream));
             continue;
         }
-        let local = server.spec.rename.get(name).map_or(name, String::as_str);
-        let exposed = exposed_name(&server.prefix, separator, local);
+        let exposed = exposed_as(server, separator, name);
         if let Some(why) = toolwright_protocol::tool::name_errors(&exposed).first() {
             out.dropped.push(drop(
                 name.to_owned(),
@@ -172,7 +171,25 @@ pub fn expose(server: &Server, separator: &str, upstream: &[Value]) -> ServerToo
         out.tools
             .push(expose_one(server, name, exposed, definition.clone()));
     }
-    // Two upstream tools renamed to one name.
+    drop_renamed_together(server, separator, &named, &mut out);
+    out
+}
+
+/// The name clients see of `server`'s upstream tool `name`: renamed, then prefixed.
+fn exposed_as(server: &Server, separator: &str, name: &str) -> String {
+    let local = server.spec.rename.get(name).map_or(name, String::as_str);
+    exposed_name(&server.prefix, separator, local)
+}
+
+/// Drops every tool of `out` that shares its exposed name with another of the same server
+/// (two upstream tools renamed to one name), each with the others it collides with.
+/// `named` is the upstream's list of names, in order.
+fn drop_renamed_together(
+    server: &Server,
+    separator: &str,
+    named: &[Option<&str>],
+    out: &mut ServerTools,
+) {
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
     for t in &out.tools {
         *count.entry(t.name.as_str()).or_default() += 1;
@@ -182,43 +199,35 @@ pub fn expose(server: &Server, separator: &str, upstream: &[Value]) -> ServerToo
         .filter(|(_, n)| *n > 1)
         .map(|(k, _)| k.to_owned())
         .collect();
-    if !clashing.is_empty() {
-        let all = std::mem::take(&mut out.tools);
-        for t in all {
-            if clashing.contains(&t.name) {
-                continue;
-            }
-            out.tools.push(t);
-        }
-        for (i, name) in named.iter().enumerate() {
-            let Some(name) = name else { continue };
-            if !server.filter.allows(name) {
-                continue;
-            }
-            let local = server.spec.rename.get(*name).map_or(*name, String::as_str);
-            let exposed = exposed_name(&server.prefix, separator, local);
-            if !clashing.contains(&exposed) {
-                continue;
-            }
-            let others = named
-                .iter()
-                .enumerate()
-                .filter_map(|(j, n)| {
-                    let n = (*n)?;
-                    let l = server.spec.rename.get(n).map_or(n, String::as_str);
-                    (j != i && exposed_name(&server.prefix, separator, l) == exposed)
-                        .then(|| (server.name.clone(), n.to_owned()))
-                })
-                .collect();
-            out.dropped.push(Dropped {
-                server: server.name.clone(),
-                upstream: (*name).to_owned(),
-                exposed: Some(exposed),
-                reason: DropReason::Collision(others),
-            });
-        }
+    if clashing.is_empty() {
+        return;
     }
-    out
+    out.tools.retain(|t| !clashing.contains(&t.name));
+    for (i, name) in named.iter().enumerate() {
+        let Some(name) = name else { continue };
+        if !server.filter.allows(name) {
+            continue;
+        }
+        let exposed = exposed_as(server, separator, name);
+        if !clashing.contains(&exposed) {
+            continue;
+        }
+        let others = named
+            .iter()
+            .enumerate()
+            .filter_map(|(j, n)| {
+                let n = (*n)?;
+                (j != i && exposed_as(server, separator, n) == exposed)
+                    .then(|| (server.name.clone(), n.to_owned()))
+            })
+            .collect();
+        out.dropped.push(Dropped {
+            server: server.name.clone(),
+            upstream: (*name).to_owned(),
+            exposed: Some(exposed),
+            reason: DropReason::Collision(others),
+        });
+    }
 }
 
 fn expose_one(server: &Server, upstream: &str, name: String, original: Value) -> Exposed {

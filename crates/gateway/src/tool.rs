@@ -192,23 +192,8 @@ impl UpstreamTool {
             cancel: cancel.clone(),
             upstream: self.upstream.clone(),
         });
-        let progress: Option<ProgressFn> = ctx.wants_progress().then(|| {
-            let ctx = ctx.clone();
-            Arc::new(move |p: f64, total: Option<f64>, message: Option<String>| {
-                ctx.progress(p, total, message.as_deref());
-            }) as ProgressFn
-        });
-        // A modern HTTP upstream wants its x-mcp-header arguments mirrored in headers.
-        let headers = match (&self.param_headers, peer.era()) {
-            (Some(p), Era::Modern) => p.headers(&args).map_err(|e| {
-                ToolError::Failed(format!(
-                    "the call to {} on upstream {} cannot carry its arguments in headers: {e}",
-                    self.upstream_name,
-                    self.server()
-                ))
-            })?,
-            _ => Vec::new(),
-        };
+        let progress = progress_relay(ctx);
+        let headers = self.headers(&args, peer.era())?;
         let mut params = json!({"name": self.upstream_name, "arguments": args});
         let watcher = crate::observe::Watcher::call(ctx, &self.upstream);
         for _round in 0..MAX_ROUNDS {
@@ -256,6 +241,21 @@ impl UpstreamTool {
             "upstream {} asked for input more than {MAX_ROUNDS} times in one call",
             self.server()
         )))
+    }
+
+    /// The headers of the call: a modern HTTP upstream wants its `x-mcp-header` arguments
+    /// mirrored in them.
+    fn headers(&self, args: &Value, era: Era) -> Result<Vec<(String, String)>, ToolError> {
+        match (&self.param_headers, era) {
+            (Some(p), Era::Modern) => p.headers(args).map_err(|e| {
+                ToolError::Failed(format!(
+                    "the call to {} on upstream {} cannot carry its arguments in headers: {e}",
+                    self.upstream_name,
+                    self.server()
+                ))
+            }),
+            _ => Ok(Vec::new()),
+        }
     }
 
     fn upstream_failure(&self, e: &ClientError) -> String {
@@ -307,6 +307,16 @@ impl UpstreamTool {
             }
         }
     }
+}
+
+/// Relays the upstream's progress to this call's client, when it asked for progress.
+fn progress_relay(ctx: &ToolContext) -> Option<ProgressFn> {
+    ctx.wants_progress().then(|| {
+        let ctx = ctx.clone();
+        Arc::new(move |p: f64, total: Option<f64>, message: Option<String>| {
+            ctx.progress(p, total, message.as_deref());
+        }) as ProgressFn
+    })
 }
 
 /// Answers a modern upstream's `inputRequests` by asking this call's client, every

@@ -73,6 +73,10 @@ struct State {
     not_before: Option<Instant>,
     /// Bumped for each new connection, so a late `closed` of an old one is ignored.
     generation: u64,
+    /// Attempts to connect that ended, so a caller that waited for one shares its outcome.
+    attempts: u64,
+    /// Why the last attempt, or the last connection, failed.
+    last_failure: Option<String>,
     /// The process `peer` runs in, counted against the gateway's bound (stdio only).
     process: Option<tokio::sync::OwnedSemaphorePermit>,
 }
@@ -141,17 +145,24 @@ impl std::fmt::Debug for Upstream {
     }
 }
 
-/// Fills a variable's `${VAR}` from the gateway's environment; a variable that is not set
-/// is an error naming it (a server started with half its settings fails in obscure ways).
-fn expand(t: &Template, what: &str) -> Result<String, String> {
+/// Fills the value of `server`'s `setting` (`env.KEY`) from the gateway's environment; a
+/// variable that is not set is an error naming it.
+fn expand(t: &Template, server: &str, setting: &str) -> Result<String, GatewayError> {
     if let Some(var) = t.env_vars().find(|v| std::env::var_os(v).is_none()) {
-        return Err(format!("{what}: the variable {var} is not set"));
+        return Err(GatewayError::UnsetVariable {
+            server: server.to_owned(),
+            setting: setting.to_owned(),
+            var: var.to_owned(),
+        });
     }
     let rendered = t
         .render(&Map::new(), &|v| std::env::var(v).ok(), &|s| {
             Ok(Cow::Borrowed(s))
         })
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|e| GatewayError::Config {
+            server: server.to_owned(),
+            reason: format!("{setting}: {e}"),
+        })?;
     Ok(rendered.unwrap_or_default())
 }
 
@@ -160,8 +171,7 @@ fn reach(
     server: &Server,
     connect: ConnectOptions,
     chain: &Chain,
-) -> Result<(Target, PeerOptions), String> {
-    let name = &server.name;
+) -> Result<(Target, PeerOptions), GatewayError> {
     let mut options = PeerOptions {
         connect,
         env: Vec::new(),
@@ -183,26 +193,7 @@ fn reach(
             inherit_env,
             cwd,
         } => {
-            let passed = ALLOWED_ENV
-                .iter()
-                .copied()
-                .chain(inherit_env.iter().map(String::as_str));
-            for var in passed {
-                if let Ok(v) = std::env::var(var) {
-                    options.env.push((var.to_owned(), v));
-                }
-            }
-            for (k, t) in env {
-                let value = expand(t, &format!("servers.{name}.env.{k}"))?;
-                options.env.retain(|(n, _)| n != k);
-                options.env.push((k.clone(), value));
-            }
-            // Last, so no `env:` replaces it: a gateway this server starts (or is) knows
-            // which gateways are above it.
-            options.env.retain(|(n, _)| n != CHAIN_VAR);
-            options
-                .env
-                .push((CHAIN_VAR.to_owned(), chain.marker_for(name, &server.file)));
+            options.env = stdio_env(server, env, inherit_env, chain)?;
             options.cwd.clone_from(cwd);
             Target::command(argv)
         }
@@ -211,23 +202,78 @@ fn reach(
             bearer_env,
             ca_cert,
         } => {
-            // Only https needs roots (the gateway does no OAuth): $SSL_CERT_FILE and
-            // `ca_cert` are read for https servers alone.
-            if url.to_ascii_lowercase().starts_with("https://") {
-                let files: Vec<_> = ca_cert.iter().cloned().collect();
-                options.connect.tls = toolwright_client::TlsRoots::from_env_and_files(&files)
-                    .map_err(|e| format!("servers.{name}: {e}"))?;
-            }
-            if let Some(var) = bearer_env {
-                let token = std::env::var(var).map_err(|_| {
-                    format!("servers.{name}.bearer_env: the variable {var} is not set")
-                })?;
-                options.connect.auth = Some(toolwright_client::BearerToken::new(token));
-            }
+            http_options(
+                server,
+                url,
+                bearer_env.as_deref(),
+                ca_cert.as_deref(),
+                &mut options.connect,
+            )?;
             Target::Http { url: url.clone() }
         }
     };
     Ok((target, options))
+}
+
+/// The environment of a stdio server: [`ALLOWED_ENV`] and its `inherit_env` from the
+/// gateway's, its `env:` over them, and last the chain of gateways above it.
+fn stdio_env(
+    server: &Server,
+    env: &[(String, Template)],
+    inherit_env: &[String],
+    chain: &Chain,
+) -> Result<Vec<(String, String)>, GatewayError> {
+    let name = &server.name;
+    let mut out: Vec<(String, String)> = Vec::new();
+    let passed = ALLOWED_ENV
+        .iter()
+        .copied()
+        .chain(inherit_env.iter().map(String::as_str));
+    for var in passed {
+        if let Ok(v) = std::env::var(var) {
+            out.push((var.to_owned(), v));
+        }
+    }
+    for (k, t) in env {
+        let value = expand(t, name, &format!("env.{k}"))?;
+        out.retain(|(n, _)| n != k);
+        out.push((k.clone(), value));
+    }
+    // Last, so no `env:` replaces it: a gateway this server starts (or is) knows which
+    // gateways are above it.
+    out.retain(|(n, _)| n != CHAIN_VAR);
+    out.push((CHAIN_VAR.to_owned(), chain.marker_for(name, &server.file)));
+    Ok(out)
+}
+
+/// The TLS roots and bearer token of an HTTP server. Only https needs roots (the gateway
+/// does no OAuth): $SSL_CERT_FILE and `ca_cert` are read for https servers alone.
+fn http_options(
+    server: &Server,
+    url: &str,
+    bearer_env: Option<&str>,
+    ca_cert: Option<&std::path::Path>,
+    connect: &mut ConnectOptions,
+) -> Result<(), GatewayError> {
+    let name = &server.name;
+    if url.to_ascii_lowercase().starts_with("https://") {
+        let files: Vec<std::path::PathBuf> = ca_cert.iter().map(|p| p.to_path_buf()).collect();
+        connect.tls = toolwright_client::TlsRoots::from_env_and_files(&files).map_err(|e| {
+            GatewayError::Config {
+                server: name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+    }
+    if let Some(var) = bearer_env {
+        let token = std::env::var(var).map_err(|_| GatewayError::UnsetVariable {
+            server: name.clone(),
+            setting: "bearer_env".into(),
+            var: var.to_owned(),
+        })?;
+        connect.auth = Some(toolwright_client::BearerToken::new(token));
+    }
+    Ok(())
 }
 
 /// What the gateway declares upstream: it relays sampling and elicitation to its own
@@ -319,11 +365,7 @@ impl Upstream {
         let mut info = Implementation::new("toolwright-gateway", env!("CARGO_PKG_VERSION"));
         info.title = Some("toolwright gateway".into());
         connect.client_info = info;
-        let (target, mut options) =
-            reach(server, connect, &shared.chain).map_err(|reason| GatewayError::Config {
-                server: server.name.clone(),
-                reason,
-            })?;
+        let (target, mut options) = reach(server, connect, &shared.chain)?;
         let seen_as = crate::observe::SeenAs::of(&target);
         options.observer = telemetry
             .as_ref()
@@ -421,9 +463,11 @@ impl Upstream {
         self.state.lock().peer.clone().filter(|p| !p.is_closed())
     }
 
-    /// The connection, made now if there is none. Concurrent callers share one attempt.
-    /// While a dead server waits out its backoff, a caller waits for the next attempt when
-    /// it is near, and is refused with the reason when it is not.
+    /// The connection, made now if there is none. Concurrent callers share one attempt,
+    /// its failure too: a caller that waited while another's attempt failed gets that
+    /// failure rather than making (and logging) one more. While a dead server waits out
+    /// its backoff, a caller waits for the next attempt when it is near, and is refused
+    /// with the reason when it is not.
     ///
     /// # Errors
     ///
@@ -432,9 +476,13 @@ impl Upstream {
         if let Some(p) = self.current() {
             return Ok(p);
         }
+        let seen = self.state.lock().attempts;
         let _guard = self.connecting.lock().await;
         if let Some(p) = self.current() {
             return Ok(p);
+        }
+        if let Some(why) = self.failed_meanwhile(seen) {
+            return Err(self.unavailable(why));
         }
         let wait = {
             let s = self.state.lock();
@@ -470,6 +518,7 @@ impl Upstream {
         });
         let connect = Peer::connect(self.target.clone(), self.options.clone(), relay);
         let joined = self.handle.spawn(connect).await;
+        self.state.lock().attempts += 1;
         let connected = joined.unwrap_or_else(|e| {
             Err(ClientError::Io {
                 context: "connecting".into(),
@@ -483,6 +532,7 @@ impl Upstream {
                     s.peer = Some(peer.clone());
                     s.process = process;
                     s.not_before = None;
+                    s.last_failure = None;
                     s.session = self.telemetry.as_ref().map(|t| {
                         let version = Some(peer.protocol_version().as_str());
                         t.upstream_session(version, self.seen_as.transport)
@@ -498,6 +548,15 @@ impl Upstream {
                 Err(self.unavailable(why))
             }
         }
+    }
+
+    /// Why the attempt that ended after `seen` failed, when one did while this caller
+    /// waited.
+    fn failed_meanwhile(&self, seen: u64) -> Option<String> {
+        let s = self.state.lock();
+        (s.attempts != seen)
+            .then(|| s.last_failure.clone())
+            .flatten()
     }
 
     fn unavailable(&self, why: String) -> GatewayError {
@@ -517,6 +576,7 @@ impl Upstream {
         s.failures = s.failures.saturating_add(1);
         let wait = backoff(s.failures);
         s.not_before = Some(Instant::now() + wait);
+        s.last_failure = Some(why.to_owned());
         tracing::warn!(server = %self.name, "upstream unavailable ({why}); next attempt in {wait:?}");
     }
 
@@ -567,13 +627,70 @@ mod tests {
         assert_eq!(backoff(20), MAX_BACKOFF);
     }
 
+    /// Hears nothing.
+    struct Deaf;
+
+    impl Events for Deaf {
+        fn notification(&self, _: &str, _: &str, _: &Value) {}
+        fn connected(&self, _: &str) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+        fn closed(&self, _: &str, _: &str) {}
+        fn request(
+            &self,
+            _: &str,
+            _: String,
+            _: Value,
+        ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+            Box::pin(async { Err(ErrorObject::internal("no")) })
+        }
+    }
+
+    #[test]
+    fn callers_that_wait_on_a_failed_attempt_share_it() {
+        use toolwright_toolfile::{Document, Format, read_config};
+        let yaml = "servers:\n  gone:\n    command: [/nonexistent/toolwright-test-server]\n";
+        let doc =
+            Document::parse(std::path::Path::new("gw.yaml"), Format::Yaml, yaml.into()).unwrap();
+        let server = read_config(&[doc]).unwrap().servers.remove(0);
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let shared = Shared::new(Chain::check(&[]).unwrap());
+        let up = Upstream::new(
+            &server,
+            Duration::from_secs(5),
+            rt.handle().clone(),
+            Arc::new(Deaf),
+            &shared,
+            None,
+        )
+        .unwrap();
+        let errors = rt.block_on(async {
+            let calls: Vec<_> = (0..3)
+                .map(|_| {
+                    let up = up.clone();
+                    tokio::spawn(async move { up.peer().await.map(|_| ()) })
+                })
+                .collect();
+            let mut errors = Vec::new();
+            for c in calls {
+                errors.push(c.await.unwrap().unwrap_err().to_string());
+            }
+            errors
+        });
+        // One attempt, one failure counted (and logged), the same reason for every caller.
+        assert_eq!(up.state.lock().failures, 1, "{errors:#?}");
+        assert_eq!(up.state.lock().attempts, 1);
+        assert!(errors.iter().all(|e| *e == errors[0]), "{errors:#?}");
+    }
+
     #[test]
     fn expand_refuses_unset_variables() {
         let t = Template::parse("${TOOLWRIGHT_SURELY_UNSET_VAR_X}").unwrap();
-        let e = expand(&t, "servers.a.env.K").unwrap_err();
+        let e = expand(&t, "a", "env.K").unwrap_err().to_string();
         assert!(e.contains("TOOLWRIGHT_SURELY_UNSET_VAR_X"), "{e}");
+        assert!(e.starts_with("servers.a.env.K: "), "{e}");
         assert_eq!(
-            expand(&Template::parse("plain").unwrap(), "x").unwrap(),
+            expand(&Template::parse("plain").unwrap(), "a", "x").unwrap(),
             "plain"
         );
     }
