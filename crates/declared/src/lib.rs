@@ -21,6 +21,11 @@
 //! - [`watch`]: hot reload.
 //! - [`error`]: call errors (and the file's, re-exported).
 
+// The test-table helper (`table! { check; (a, b, ...); ... }`), for every test module.
+#[cfg(test)]
+#[macro_use]
+extern crate toolwright_testkit;
+
 pub mod command;
 pub mod error;
 pub mod http;

@@ -48,16 +48,10 @@
 //! Unit tests sit beside the code; the larger tables for `message.rs`,
 //! `write.rs` and `frame.rs` live in sibling `*_tests.rs` files.
 
-/// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per
-/// row: the test-table helper, which also keeps rustfmt from splitting a
-/// row over several lines.
+// The test-table helper (`table! { check; (a, b, ...); ... }`), for every test module.
 #[cfg(test)]
-macro_rules! table {
-    ($check:expr; $( ($($arg:expr),* $(,)?) );* $(;)?) => {{
-        let check = $check;
-        $( check($($arg),*); )*
-    }};
-}
+#[macro_use]
+extern crate toolwright_testkit;
 
 pub mod code;
 mod envelope;

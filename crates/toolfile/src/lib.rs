@@ -20,14 +20,10 @@
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`error`]: load, compile and template errors.
 
-/// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
+// The test-table helper (`table! { check; (a, b, ...); ... }`), for every test module.
 #[cfg(test)]
-macro_rules! table {
-    ($check:expr; $( ($($arg:expr),* $(,)?) );* $(;)?) => {{
-        let check = $check;
-        $( check($($arg),*); )*
-    }};
-}
+#[macro_use]
+extern crate toolwright_testkit;
 
 pub mod builtins;
 pub mod config;

@@ -21,15 +21,6 @@
 //! - `run`: spawning, capped output.
 //! - `tree`: the call's process tree, ended on every path.
 
-/// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
-#[cfg(test)]
-macro_rules! table {
-    ($check:expr; $( ($($arg:expr),* $(,)?) );* $(;)?) => {{
-        let check = $check;
-        $( check($($arg),*); )*
-    }};
-}
-
 mod argv;
 mod cwd;
 mod env;

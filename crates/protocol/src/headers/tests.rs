@@ -3,13 +3,7 @@
 use super::*;
 use serde_json::json;
 
-/// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
-macro_rules! table {
-    ($check:expr; $( ($($arg:expr),* $(,)?) );* $(;)?) => {{
-        let check = $check;
-        $( check($($arg),*); )*
-    }};
-}
+use toolwright_testkit::table;
 
 #[test]
 fn values_encode() {
