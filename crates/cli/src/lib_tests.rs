@@ -104,3 +104,79 @@ fn the_registrys_schema_refuses_what_the_registry_refuses() {
         assert!(!schema.is_valid(&instance), "accepted: {instance}");
     }
 }
+
+/// The toolwright crates each crate of the workspace depends on (its `[dependencies]`),
+/// by package name, read from the manifests beside this one.
+fn crate_graph() -> std::collections::BTreeMap<String, (std::path::PathBuf, Vec<String>)> {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crates/");
+    let mut graph = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(crates).expect("crates/ is readable") {
+        let dir = entry.expect("an entry").path();
+        let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        let name = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .expect("a package name")
+            .to_owned();
+        let deps = manifest
+            .split("\n[")
+            .find(|section| section.starts_with("dependencies]"))
+            .map(|section| {
+                section
+                    .lines()
+                    .filter_map(|l| l.split([' ', '=', '.']).next())
+                    .filter(|d| d.starts_with("toolwright-"))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        graph.insert(name, (dir, deps));
+    }
+    graph
+}
+
+/// "`a`, `b`" for a list of crate names.
+fn crate_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn crate_readmes_say_where_each_crate_sits() {
+    let graph = crate_graph();
+    assert!(graph.len() >= 17, "{:?}", graph.keys());
+    for (name, (dir, deps)) in &graph {
+        let readme = std::fs::read_to_string(dir.join("README.md"))
+            .unwrap_or_else(|e| panic!("{name} has no README.md: {e}"));
+        let users: Vec<String> = graph
+            .iter()
+            .filter(|(_, (_, d))| d.contains(name))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let depends = if deps.is_empty() {
+            "Depends on no other toolwright crate.".to_owned()
+        } else {
+            format!("Depends on: {}.", crate_list(deps))
+        };
+        let used = if users.is_empty() {
+            "Used by no other toolwright crate.".to_owned()
+        } else {
+            format!("Used by: {}.", crate_list(&users))
+        };
+        for line in [depends, used] {
+            assert!(
+                readme.lines().any(|l| l == line),
+                "{}: the README should say\n{line}",
+                dir.join("README.md").display()
+            );
+        }
+    }
+}
