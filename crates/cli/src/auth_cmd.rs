@@ -15,7 +15,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use toolwright_client::oauth::{
-    ClientKey, CrossApp, Grant, OAuth, OAuthOptions, default_cache_path,
+    ClientKey, CrossApp, Grant, OAuth, OAuthOptions, Prompt, default_cache_path,
 };
 use toolwright_client::{Authorizer, ClientError};
 
@@ -108,6 +108,11 @@ impl AuthArgs {
             client_metadata_url: self.client_metadata_url.clone(),
             scope: self.scope.clone(),
             browser: !self.no_browser,
+            // A prompt the person must act on, not a log record: shown whatever
+            // TOOLWRIGHT_LOG says.
+            prompt: Some(Prompt::new(|url| {
+                eprintln!("toolwright: open this URL to authorize:\n  {url}");
+            })),
             cache: if self.no_token_cache {
                 None
             } else {

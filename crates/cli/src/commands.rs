@@ -33,7 +33,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn init_logging() {
+/// Logging to stderr as text, at `TOOLWRIGHT_LOG`'s levels (warnings and errors by default).
+pub(crate) fn init_logging() {
     init_logging_as(false);
 }
 

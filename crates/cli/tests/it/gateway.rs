@@ -276,7 +276,7 @@ fn peers_modern() -> PathBuf {
 }
 
 /// `modern_server.py` over stdio (Python SDK 2.3, 2026-07-28 only).
-fn modern_server() -> Option<Vec<String>> {
+pub(crate) fn modern_server() -> Option<Vec<String>> {
     let python = peers_modern().join(".venv/bin/python");
     available(
         "python mcp 2.3 (tests/peers-modern)",

@@ -512,3 +512,34 @@ async fn server_everything_concurrency_progress_sampling_and_cancellation() {
     assert!(r["content"][0]["text"].as_str().unwrap().ends_with("after"));
     peer.close().await;
 }
+
+/// A modern-only server that answers only after the era probe timed out (a cold start) is
+/// still reached, in the modern era: its refusal of the handshake says what it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_server_too_slow_for_the_probe_is_still_reached() {
+    let Some(argv) = crate::gateway::modern_server() else {
+        return;
+    };
+    let mut opts = options(EraChoice::Auto);
+    opts.connect.probe_timeout = Duration::from_millis(300);
+    // The server starts reading its stdin only after the probe's timeout has passed.
+    let target = Target::Stdio {
+        program: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            "sleep 2; exec \"$0\" \"$1\"".into(),
+            argv[0].clone(),
+            argv[1].clone(),
+        ],
+    };
+    let peer = Peer::connect(target, opts, Arc::new(Recorder::default()))
+        .await
+        .expect("connected, though the probe went unanswered");
+    assert_eq!(peer.era(), Era::Modern);
+    let r = peer
+        .request(tool("add", json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert_eq!(r["structuredContent"]["result"], 5, "{r}");
+    peer.close().await;
+}

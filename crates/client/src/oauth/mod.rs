@@ -39,6 +39,7 @@ mod metadata;
 mod redirect;
 mod token;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -90,9 +91,35 @@ pub struct OAuthOptions {
     pub scope: Option<String>,
     /// Whether to open the authorization URL with `$BROWSER`.
     pub browser: bool,
+    /// How the authorization URL is put before the person who must open it (the binary
+    /// writes it to stderr); `None`: a warning event of `tracing` carries it.
+    pub prompt: Option<Prompt>,
     /// The token cache file (see [`default_cache_path`]); `None`: tokens live only as
     /// long as the process.
     pub cache: Option<std::path::PathBuf>,
+}
+
+/// How the authorization URL of the code grant reaches the person who must open it: the
+/// library shows nothing itself, its caller does.
+#[derive(Clone)]
+pub struct Prompt(Arc<dyn Fn(&Url) + Send + Sync>);
+
+impl Prompt {
+    /// A prompt that calls `show` with the URL to open.
+    pub fn new(show: impl Fn(&Url) + Send + Sync + 'static) -> Prompt {
+        Prompt(Arc::new(show))
+    }
+
+    /// Puts `url` before the person.
+    pub fn show(&self, url: &Url) {
+        (self.0)(url);
+    }
+}
+
+impl std::fmt::Debug for Prompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prompt(..)")
+    }
 }
 
 /// Where tokens are cached by default: `$XDG_STATE_HOME/toolwright/oauth-tokens.json`,
@@ -396,7 +423,12 @@ impl OAuth {
         )?;
         let redirect_uri = loopback.redirect_uri.clone();
         let code = loopback
-            .authorize(&url, state.secret(), self.options.browser)
+            .authorize(
+                &url,
+                state.secret(),
+                self.options.browser,
+                self.options.prompt.as_ref(),
+            )
             .await?;
         let key = self.options.client_key.as_ref();
         let mut tokens = token::exchange_code(&session, &redirect_uri, code, verifier, key).await?;

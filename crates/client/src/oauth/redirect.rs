@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use url::Url;
 
-use super::auth;
+use super::{Prompt, auth};
 use crate::ClientError;
 
 /// How long the user has to finish in the browser.
@@ -35,19 +35,20 @@ impl Loopback {
         })
     }
 
-    /// Shows the URL (stderr; `$BROWSER` as a program, never through a shell, unless
-    /// `browser` is false), then waits for the redirect and returns its `code`, having
-    /// checked `state`.
+    /// Shows the URL (through `prompt`, else as a warning event; and with `$BROWSER` as a
+    /// program, never through a shell, unless `browser` is false), then waits for the
+    /// redirect and returns its `code`, having checked `state`.
     pub async fn authorize(
         self,
         url: &Url,
         state: &str,
         browser: bool,
+        prompt: Option<&Prompt>,
     ) -> Result<String, ClientError> {
-        // A prompt the person must act on, not a log record: it is written whatever
-        // TOOLWRIGHT_LOG says (a filtered-out event would leave the user waiting), and the
-        // client commands that reach it install no log subscriber.
-        eprintln!("toolwright: open this URL to authorize:\n  {url}");
+        match prompt {
+            Some(p) => p.show(url),
+            None => tracing::warn!("open this URL to authorize: {url}"),
+        }
         if browser
             && let Some(program) = std::env::var_os("BROWSER").filter(|p| !p.is_empty())
             && let Err(e) = tokio::process::Command::new(&program)

@@ -127,7 +127,9 @@ pub(super) async fn connect(
         }
         EraChoice::Legacy => initialize(&inner).await?,
         EraChoice::Auto => {
-            let probe = match discover(&inner, options.connect.probe_timeout).await {
+            let probe = discover(&inner, options.connect.probe_timeout).await;
+            let timed_out = matches!(probe, Err(ClientError::Timeout { .. }));
+            let probe = match probe {
                 // A result that is not a modern server's (e.g. `{}`): a legacy server
                 // answering an unknown method loosely.
                 Ok(Discovered::NotModern { .. }) => Ok(Probe::Legacy),
@@ -135,6 +137,7 @@ pub(super) async fn connect(
             };
             match probe? {
                 Probe::Modern => {}
+                Probe::Legacy if timed_out => late_modern(&inner, request_timeout).await?,
                 Probe::Legacy => initialize(&inner).await?,
                 Probe::Restart => {
                     inner.close().await;
@@ -149,6 +152,30 @@ pub(super) async fn connect(
         start_streams(&inner);
     }
     Ok(inner)
+}
+
+/// The handshake after a probe that went unanswered. A server too slow to answer the probe
+/// in time (a cold `npx`, a loaded machine) may still be modern, and its refusal of the
+/// handshake with an error only a modern server gives says so: it is then asked
+/// `server/discover` again, given the full request timeout.
+async fn late_modern(inner: &Arc<Inner>, timeout: Duration) -> Result<(), ClientError> {
+    match initialize(inner).await {
+        Err(ClientError::Rpc {
+            code,
+            ref message,
+            ref data,
+            ..
+        }) if is_modern_error(code, message, data.as_deref()) => {
+            match discover(inner, timeout).await? {
+                Discovered::Modern => Ok(()),
+                Discovered::NotModern { detail } => Err(ClientError::Malformed {
+                    what: "server/discover result".to_owned(),
+                    detail,
+                }),
+            }
+        }
+        handshake => handshake,
+    }
 }
 
 /// Why a `server/discover` result is not one to speak the modern era with, if it is not:
