@@ -21,14 +21,10 @@
 //! - [`pin`]: fingerprints, the state file, quarantine and acceptance.
 //! - [`error`]: the gateway's error, [`GatewayError`].
 
-/// `table! { check; (a, b, ...); ... }` calls `check(a, b, ...)` once per row.
+// The test-table helper (`table! { check; (a, b, ...); ... }`), for every test module.
 #[cfg(test)]
-macro_rules! table {
-    ($check:expr; $( ($($arg:expr),* $(,)?) );* $(;)?) => {{
-        let check = $check;
-        $( check($($arg),*); )*
-    }};
-}
+#[macro_use]
+extern crate toolwright_testkit;
 
 pub mod catalog;
 pub mod chain;

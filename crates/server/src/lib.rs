@@ -47,6 +47,9 @@
 //! - [`stdio`]: newline-delimited JSON-RPC over stdin/stdout.
 //! - [`catalog`]: resources, resource templates and prompts.
 //! - [`mrtr`]: modern `input_required` round trips and the sealed `requestState`.
+//! - [`roots`]: the roots one call may use (the client's, narrowed to the server's).
+//! - [`digest`]: canonical JSON and its SHA-256 (`requestState`'s argument digest, the
+//!   gateway's pins).
 //! - `observe.rs`: telemetry's one hook, called from [`dispatch`] for every request and
 //!   notification when [`Config::telemetry`] is set (spans of `tracing`, the
 //!   `toolwright-telemetry` instruments, the trace context tools pass on).
