@@ -280,29 +280,18 @@ mod tests {
         }
     }
 
+    /// How each bad file is explained is net's (its tests); here, that the refusal is the
+    /// client's `CaCert` and names the file.
     #[test]
-    fn bad_ca_files_are_named_and_explained() {
+    fn bad_ca_files_are_the_clients_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("missing.pem");
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "no certificate here\n").unwrap();
-        let garbage = dir.path().join("garbage.pem");
-        std::fs::write(
-            &garbage,
-            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-        )
-        .unwrap();
-        for (path, says) in [
-            (&missing, "missing.pem: No such file"),
-            (&empty, "empty.pem: it holds no PEM certificate"),
-            (&garbage, "garbage.pem: certificate 1: "),
-        ] {
-            let e = TlsRoots::with_ca_files(std::slice::from_ref(path)).unwrap_err();
-            assert!(
-                matches!(e, ClientError::CaCert { .. }) && e.to_string().contains(says),
-                "{e}"
-            );
-        }
+        let e = TlsRoots::with_ca_files(std::slice::from_ref(&empty)).unwrap_err();
+        assert!(
+            matches!(e, ClientError::CaCert { .. }) && e.to_string().contains("empty.pem: "),
+            "{e}"
+        );
         assert!(TlsRoots::with_ca_files(&[]).unwrap().files().is_empty());
     }
 }

@@ -488,25 +488,7 @@ fn check_default(
 
 /// What a URI fragment escapes: all but RFC 3986's unreserved characters, sub-delims,
 /// `:`, `@` and `/` (a JSON Pointer's separators stay readable).
-const FRAGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b'/')
-    .remove(b'!')
-    .remove(b'$')
-    .remove(b'&')
-    .remove(b'\'')
-    .remove(b'(')
-    .remove(b')')
-    .remove(b'*')
-    .remove(b'+')
-    .remove(b',')
-    .remove(b';')
-    .remove(b'=')
-    .remove(b':')
-    .remove(b'@');
+const FRAGMENT: &percent_encoding::AsciiSet = toolwright_toolfile::uri::PATH;
 
 /// Percent-encodes what may not appear literally in a URI fragment.
 fn fragment_encode(pointer: &str) -> String {

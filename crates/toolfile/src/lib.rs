@@ -18,6 +18,7 @@
 //! - [`builtins`]: which built-in tools the files ask for (`builtins:`).
 //! - [`json`]: JSON text as a value, a key written twice refused.
 //! - [`document`]: reading a file and placing problems in it (`locate`).
+//! - [`uri`]: RFC 3986's character classes, as the URL encoders' sets.
 //! - [`error`]: load, compile and template errors.
 
 // The test-table helper (`table! { check; (a, b, ...); ... }`), for every test module.
@@ -38,6 +39,7 @@ pub mod paths;
 pub mod rules;
 pub mod servers;
 pub mod template;
+pub mod uri;
 pub mod yaml;
 
 pub use config::{GatewayConfig, Server, read_config};

@@ -4,7 +4,7 @@
 //! ([`toolwright_toolfile::fill`] walks the pieces).
 
 use crate::error::RunError;
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, utf8_percent_encode};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use toolwright_toolfile::fill::{self, Filled, Hook, Piece, Placed, Source, Verbatim};
@@ -13,34 +13,13 @@ use toolwright_toolfile::template::{Part, Template};
 /// Reads the server's environment (`${VAR}`).
 pub(crate) type Env<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
 
-/// Everything but RFC 3986 `unreserved` (letters, digits, `-`, `.`, `_`, `~`) is escaped.
-const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
+use toolwright_toolfile::uri::UNRESERVED;
 
-/// What author-written URL text keeps beside unreserved: sub-delims, `:` and `@`.
-const LITERAL: &AsciiSet = &UNRESERVED
-    .remove(b'!')
-    .remove(b'$')
-    .remove(b'&')
-    .remove(b'\'')
-    .remove(b'(')
-    .remove(b')')
-    .remove(b'*')
-    .remove(b'+')
-    .remove(b',')
-    .remove(b';')
-    .remove(b'=')
-    .remove(b':')
-    .remove(b'@');
-
-/// What author-written text keeps in a URL's path: [`LITERAL`]'s and `/`.
-pub(crate) const PATH_TEXT: &AsciiSet = &LITERAL.remove(b'/');
+/// What author-written text keeps in a URL's path: RFC 3986's path characters.
+pub(crate) const PATH_TEXT: &AsciiSet = toolwright_toolfile::uri::PATH;
 
 /// What author-written text keeps in a URL's query: [`PATH_TEXT`]'s and `?`.
-pub(crate) const QUERY_TEXT: &AsciiSet = &PATH_TEXT.remove(b'?');
+pub(crate) const QUERY_TEXT: &AsciiSet = toolwright_toolfile::uri::QUERY;
 
 /// A value as one path segment's text: `/` → `%2F`, `?` → `%3F`, `%` → `%25`, …
 pub(crate) fn segment(text: &str) -> String {
