@@ -66,25 +66,9 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
     };
-    if let Some(v) = get("OTEL_SDK_DISABLED") {
-        match v.to_ascii_lowercase().as_str() {
-            "true" => return Ok(None),
-            "false" => {}
-            _ => return Err(bad("OTEL_SDK_DISABLED", &v, "expected true or false")),
-        }
-    }
-    let exporter = get("OTEL_TRACES_EXPORTER");
-    match exporter.as_deref() {
-        Some("none") => return Ok(None),
-        Some("otlp") | None => {}
-        Some(other) => {
-            return Err(bad(
-                "OTEL_TRACES_EXPORTER",
-                other,
-                "toolwright exports traces with otlp only (or none)",
-            ));
-        }
-    }
+    let Some(exporter_named) = exporter(&get)? else {
+        return Ok(None);
+    };
     let traces_endpoint = get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
     let general_endpoint = get("OTEL_EXPORTER_OTLP_ENDPOINT");
     let endpoint = match (&traces_endpoint, &general_endpoint) {
@@ -92,7 +76,7 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
         (None, Some(e)) => Some(("OTEL_EXPORTER_OTLP_ENDPOINT", e)),
         (None, None) => None,
     };
-    if exporter.is_none() && endpoint.is_none() {
+    if !exporter_named && endpoint.is_none() {
         return Ok(None);
     }
     if let Some((var, e)) = endpoint
@@ -100,62 +84,19 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
     {
         return Err(bad(var, e, "expected an http:// or https:// URL"));
     }
-    let protocol = match [
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-        "OTEL_EXPORTER_OTLP_PROTOCOL",
-    ]
-    .into_iter()
-    .find_map(|v| get(v).map(|value| (v, value)))
-    {
-        None => Protocol::HttpProtobuf,
-        Some((_, p)) if p == "http/protobuf" => Protocol::HttpProtobuf,
-        Some((_, p)) if p == "grpc" => Protocol::Grpc,
-        Some((var, p)) if p == "http/json" => {
-            return Err(bad(
-                var,
-                &p,
-                "http/json is not built into toolwright; use http/protobuf or grpc",
-            ));
-        }
-        Some((var, p)) => return Err(bad(var, &p, "expected http/protobuf or grpc")),
-    };
-    let timeout = match [
-        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
-        "OTEL_EXPORTER_OTLP_TIMEOUT",
-    ]
-    .into_iter()
-    .find_map(|v| get(v).map(|value| (v, value)))
-    {
+    let protocol = protocol(&get)?;
+    let timeout = match first_set(
+        &get,
+        [
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+        ],
+    ) {
         None => Duration::from_secs(10),
         Some((var, t)) => Duration::from_millis(number(var, &t)?),
     };
-    let mut headers: Vec<(String, String)> = Vec::new();
-    for var in [
-        "OTEL_EXPORTER_OTLP_HEADERS",
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-    ] {
-        if let Some(h) = get(var) {
-            for (k, v) in parse_headers(var, &h)? {
-                headers.retain(|(old, _)| !old.eq_ignore_ascii_case(&k));
-                headers.push((k, v));
-            }
-        }
-    }
-    if let Some((var, c)) = [
-        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
-        "OTEL_EXPORTER_OTLP_COMPRESSION",
-    ]
-    .into_iter()
-    .find_map(|v| get(v).map(|value| (v, value)))
-        && c != "none"
-    {
-        let why = if c == "gzip" {
-            "gzip is not built into toolwright; use none"
-        } else {
-            "expected none"
-        };
-        return Err(bad(var, &c, why));
-    }
+    let headers = headers(&get)?;
+    no_compression(&get)?;
     let certificate = get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE")
         .or(get("OTEL_EXPORTER_OTLP_CERTIFICATE"))
         .map(std::path::PathBuf::from);
@@ -182,6 +123,101 @@ pub fn from_env_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Conf
         headers,
         certificate,
     }))
+}
+
+/// A variable's value as read: trimmed, `None` when unset or empty.
+type Get<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The first of `vars` that is set, and its value.
+fn first_set<const N: usize>(
+    get: Get<'_>,
+    vars: [&'static str; N],
+) -> Option<(&'static str, String)> {
+    vars.into_iter()
+        .find_map(|v| get(v).map(|value| (v, value)))
+}
+
+/// Whether export may happen at all (`OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER`): `None`
+/// when it is turned off, else whether `otlp` was named (rather than left to an endpoint).
+fn exporter(get: Get<'_>) -> Result<Option<bool>, Error> {
+    if let Some(v) = get("OTEL_SDK_DISABLED") {
+        match v.to_ascii_lowercase().as_str() {
+            "true" => return Ok(None),
+            "false" => {}
+            _ => return Err(bad("OTEL_SDK_DISABLED", &v, "expected true or false")),
+        }
+    }
+    let exporter = get("OTEL_TRACES_EXPORTER");
+    match exporter.as_deref() {
+        Some("none") => Ok(None),
+        Some("otlp") => Ok(Some(true)),
+        None => Ok(Some(false)),
+        Some(other) => Err(bad(
+            "OTEL_TRACES_EXPORTER",
+            other,
+            "toolwright exports traces with otlp only (or none)",
+        )),
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else
+/// `http/protobuf`.
+fn protocol(get: Get<'_>) -> Result<Protocol, Error> {
+    match first_set(
+        get,
+        [
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+        ],
+    ) {
+        None => Ok(Protocol::HttpProtobuf),
+        Some((_, p)) if p == "http/protobuf" => Ok(Protocol::HttpProtobuf),
+        Some((_, p)) if p == "grpc" => Ok(Protocol::Grpc),
+        Some((var, p)) if p == "http/json" => Err(bad(
+            var,
+            &p,
+            "http/json is not built into toolwright; use http/protobuf or grpc",
+        )),
+        Some((var, p)) => Err(bad(var, &p, "expected http/protobuf or grpc")),
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS` and then `OTEL_EXPORTER_OTLP_TRACES_HEADERS`, a later
+/// header replacing an earlier one of the same name.
+fn headers(get: Get<'_>) -> Result<Vec<(String, String)>, Error> {
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for var in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ] {
+        if let Some(h) = get(var) {
+            for (k, v) in parse_headers(var, &h)? {
+                headers.retain(|(old, _)| !old.eq_ignore_ascii_case(&k));
+                headers.push((k, v));
+            }
+        }
+    }
+    Ok(headers)
+}
+
+/// Fails unless the compression asked for (traces', else the general one) is `none`.
+fn no_compression(get: Get<'_>) -> Result<(), Error> {
+    if let Some((var, c)) = first_set(
+        get,
+        [
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_COMPRESSION",
+        ],
+    ) && c != "none"
+    {
+        let why = if c == "gzip" {
+            "gzip is not built into toolwright; use none"
+        } else {
+            "expected none"
+        };
+        return Err(bad(var, &c, why));
+    }
+    Ok(())
 }
 
 fn number(var: &'static str, value: &str) -> Result<u64, Error> {

@@ -216,6 +216,76 @@ fn endpoint(config: &Config) -> String {
     }
 }
 
+/// What the protocol fixes for the collector at `uri` (`given`, as configured): the path
+/// requests name, the ALPN protocol, and the protocol's headers. HTTP/1.1 takes the path
+/// and a Host header; HTTP/2 the whole URI, whose scheme and authority become its
+/// pseudo-headers.
+fn protocol_parts<'u>(
+    config: &Config,
+    uri: &'u Uri,
+    given: &str,
+    authority: &str,
+) -> Result<ProtocolParts<'u>, SetupError> {
+    let fixed = |name: &'static str, value: &str| {
+        HeaderValue::try_from(value)
+            .map(|v| (HeaderName::from_static(name), v))
+            .map_err(|_| SetupError::Unusable {
+                endpoint: given.to_owned(),
+                header: name,
+            })
+    };
+    Ok(match config.protocol {
+        Protocol::HttpProtobuf => ProtocolParts {
+            path: uri.path_and_query().map_or("/", |p| p.as_str()),
+            alpn: tls::HTTP1,
+            headers: vec![
+                fixed("host", authority)?,
+                fixed("content-type", "application/x-protobuf")?,
+            ],
+        },
+        Protocol::Grpc => ProtocolParts {
+            path: EXPORT,
+            alpn: tls::H2,
+            headers: vec![
+                fixed("content-type", "application/grpc")?,
+                fixed("te", "trailers")?,
+                fixed("grpc-timeout", &format!("{}m", config.timeout.as_millis()))?,
+            ],
+        },
+    })
+}
+
+/// What the protocol fixes: see [`protocol_parts`].
+struct ProtocolParts<'u> {
+    /// The path requests name.
+    path: &'u str,
+    /// The ALPN protocol offered over TLS.
+    alpn: &'static [u8],
+    /// The protocol's headers.
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// Every request's headers: the protocol's, `user-agent`, then the configured ones.
+fn request_headers(
+    config: &Config,
+    protocol_headers: Vec<(HeaderName, HeaderValue)>,
+) -> Result<HeaderMap, SetupError> {
+    let mut headers = HeaderMap::new();
+    headers.extend(protocol_headers);
+    headers.insert(
+        "user-agent",
+        HeaderValue::from_static(concat!("toolwright/", env!("CARGO_PKG_VERSION"))),
+    );
+    for (k, v) in &config.headers {
+        let name = HeaderName::try_from(k.as_str())
+            .map_err(|_| SetupError::HeaderName { name: k.clone() })?;
+        let value = HeaderValue::try_from(v.as_str())
+            .map_err(|_| SetupError::HeaderValue { name: k.clone() })?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
 impl OtlpExporter {
     /// Checks the endpoint, headers and certificate `config` names.
     pub(crate) fn new(config: &Config, resource: &Resource) -> Result<OtlpExporter, SetupError> {
@@ -234,53 +304,17 @@ impl OtlpExporter {
             })?;
         let authority = uri.authority().map_or(host, |a| a.as_str());
         let base = format!("{}://{authority}", if secure { "https" } else { "http" });
-        let fixed = |name: &'static str, value: &str| {
-            HeaderValue::try_from(value)
-                .map(|v| (HeaderName::from_static(name), v))
-                .map_err(|_| SetupError::Unusable {
-                    endpoint: given.clone(),
-                    header: name,
-                })
-        };
-        // HTTP/1.1 takes the path and a Host header; HTTP/2 the whole URI, whose scheme and
-        // authority become its pseudo-headers.
-        let (path, alpn, protocol_headers): (&str, &[u8], _) = match config.protocol {
-            Protocol::HttpProtobuf => (
-                uri.path_and_query().map_or("/", |p| p.as_str()),
-                tls::HTTP1,
-                vec![
-                    fixed("host", authority)?,
-                    fixed("content-type", "application/x-protobuf")?,
-                ],
-            ),
-            Protocol::Grpc => (
-                EXPORT,
-                tls::H2,
-                vec![
-                    fixed("content-type", "application/grpc")?,
-                    fixed("te", "trailers")?,
-                    fixed("grpc-timeout", &format!("{}m", config.timeout.as_millis()))?,
-                ],
-            ),
-        };
+        let ProtocolParts {
+            path,
+            alpn,
+            headers: protocol_headers,
+        } = protocol_parts(config, &uri, &given, authority)?;
         let url = format!("{base}{path}");
         let target = match config.protocol {
             Protocol::HttpProtobuf => path,
             Protocol::Grpc => &url,
         };
-        let mut headers = HeaderMap::new();
-        headers.extend(protocol_headers);
-        headers.insert(
-            "user-agent",
-            HeaderValue::from_static(concat!("toolwright/", env!("CARGO_PKG_VERSION"))),
-        );
-        for (k, v) in &config.headers {
-            let name = HeaderName::try_from(k.as_str())
-                .map_err(|_| SetupError::HeaderName { name: k.clone() })?;
-            let value = HeaderValue::try_from(v.as_str())
-                .map_err(|_| SetupError::HeaderValue { name: k.clone() })?;
-            headers.insert(name, value);
-        }
+        let headers = request_headers(config, protocol_headers)?;
         Ok(OtlpExporter {
             protocol: config.protocol,
             collector: Collector {
