@@ -205,101 +205,35 @@ impl Browser {
 
     /// Starts a browser.
     async fn launch(exe: &Path, sandbox: bool, instance: u64) -> Result<Browser, ScreenshotError> {
-        let launch_err = |reason: String, stderr: Vec<String>| ScreenshotError::Launch {
-            path: exe.to_path_buf(),
-            reason,
-            stderr,
-        };
-        let base = base_dir().map_err(|why| launch_err(why.to_string(), vec![]))?;
+        let base = base_dir().map_err(|why| launch_error(exe, why.to_string(), vec![]))?;
         // 0700 (`/tmp` is shared), under a random name no one could have taken first.
         let dir = tempfile::Builder::new()
             .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
             .rand_bytes(DIR_RANDOM)
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir_in(&base)
-            .map_err(|e| launch_err(format!("cannot create a profile directory: {e}"), vec![]))?;
-        let sub = |name: &str| -> Result<PathBuf, ScreenshotError> {
-            let p = dir.path().join(name);
-            std::fs::create_dir(&p)
-                .map_err(|e| launch_err(format!("cannot create {}: {e}", p.display()), vec![]))?;
-            Ok(p)
-        };
-        let profile = sub("profile")?;
+            .map_err(|e| {
+                launch_error(
+                    exe,
+                    format!("cannot create a profile directory: {e}"),
+                    vec![],
+                )
+            })?;
+        let profile = sub_dir(exe, &dir, "profile")?;
         let refuser = Proxy::start(Rules::RefuseAll, vec![], Arc::new(SystemResolver))
             .await
-            .map_err(|e| launch_err(format!("cannot start its proxy: {e}"), vec![]))?;
-        let mut cmd = Command::new(exe);
-        cmd.args(FLAGS)
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .arg(format!("--proxy-server={}", refuser.url()))
-            .env("TMPDIR", sub("tmp")?)
-            .env("XDG_CACHE_HOME", sub("cache")?)
-            .env("XDG_CONFIG_HOME", sub("config")?)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if !sandbox || running_as_root() {
-            cmd.arg("--no-sandbox");
-        }
-        cmd.arg("about:blank");
-        let mut child = cmd.spawn().map_err(|e| launch_err(e.to_string(), vec![]))?;
+            .map_err(|e| launch_error(exe, format!("cannot start its proxy: {e}"), vec![]))?;
+        let mut cmd = command(exe, &dir, &profile, &refuser, sandbox)?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| launch_error(exe, e.to_string(), vec![]))?;
         let pid = child.id().unwrap_or_default();
         // For the sweep of a later server, should this one die without cleaning up.
         let _ = std::fs::write(dir.path().join("browser.pid"), pid.to_string());
 
-        // Read stderr for the DevTools line; keep the last lines for error messages; keep
-        // draining afterwards so the browser never blocks on a full pipe.
-        let kept = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEPT)));
-        let (url_tx, mut url_rx) = oneshot::channel::<String>();
-        if let Some(stderr) = child.stderr.take() {
-            let kept = kept.clone();
-            tokio::spawn(async move {
-                let mut url_tx = Some(url_tx);
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if let Some(at) = line.find("ws://")
-                        && line.contains("DevTools listening on")
-                        && let Some(tx) = url_tx.take()
-                    {
-                        let _ = tx.send(line[at..].trim().to_owned());
-                    }
-                    tracing::debug!(target: "toolwright::chromium", "{line}");
-                    let mut kept = kept.lock();
-                    if kept.len() == STDERR_KEPT {
-                        kept.pop_front();
-                    }
-                    kept.push_back(line);
-                }
-            });
-        }
-        let stderr_tail = || -> Vec<String> { kept.lock().iter().cloned().collect() };
-
+        let (kept, url_rx) = watch_stderr(&mut child);
         let port_file = profile.join("DevToolsActivePort");
-        let deadline = Instant::now() + LAUNCH_TIMEOUT;
-        let ws_url = loop {
-            if let Ok(url) = url_rx.try_recv() {
-                break url;
-            }
-            if let Some(url) = read_port_file(&port_file) {
-                break url;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                // Let the stderr reader catch up before quoting it.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                return Err(launch_err(
-                    format!("it exited with {status}"),
-                    stderr_tail(),
-                ));
-            }
-            if Instant::now() > deadline {
-                return Err(launch_err(
-                    format!("no DevTools endpoint after {} s", LAUNCH_TIMEOUT.as_secs()),
-                    stderr_tail(),
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        };
+        let ws_url = wait_for_endpoint(exe, &mut child, url_rx, &port_file, &kept).await?;
         let devtools_port = url::Url::parse(&ws_url)
             .ok()
             .and_then(|u| u.port())
@@ -315,6 +249,121 @@ impl Browser {
             child: Mutex::new(child),
             dir: Mutex::new(Some(dir)),
         })
+    }
+}
+
+/// A failure to start the browser at `exe`, with the last lines it printed.
+fn launch_error(exe: &Path, reason: String, stderr: Vec<String>) -> ScreenshotError {
+    ScreenshotError::Launch {
+        path: exe.to_path_buf(),
+        reason,
+        stderr,
+    }
+}
+
+/// Creates the directory `name` in the browser's directory `dir`.
+fn sub_dir(exe: &Path, dir: &tempfile::TempDir, name: &str) -> Result<PathBuf, ScreenshotError> {
+    let p = dir.path().join(name);
+    std::fs::create_dir(&p)
+        .map_err(|e| launch_error(exe, format!("cannot create {}: {e}", p.display()), vec![]))?;
+    Ok(p)
+}
+
+/// The command that starts the browser: our flags, its profile and scratch directories
+/// beneath `dir`, the proxy that refuses its own connections, and the sandbox unless it is
+/// turned off (or we run as root, where Chromium refuses it).
+fn command(
+    exe: &Path,
+    dir: &tempfile::TempDir,
+    profile: &Path,
+    refuser: &Proxy,
+    sandbox: bool,
+) -> Result<Command, ScreenshotError> {
+    let mut cmd = Command::new(exe);
+    cmd.args(FLAGS)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--proxy-server={}", refuser.url()))
+        .env("TMPDIR", sub_dir(exe, dir, "tmp")?)
+        .env("XDG_CACHE_HOME", sub_dir(exe, dir, "cache")?)
+        .env("XDG_CONFIG_HOME", sub_dir(exe, dir, "config")?)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if !sandbox || running_as_root() {
+        cmd.arg("--no-sandbox");
+    }
+    cmd.arg("about:blank");
+    Ok(cmd)
+}
+
+/// The last lines of the browser's stderr, kept for error messages.
+type StderrTail = Arc<Mutex<VecDeque<String>>>;
+
+/// Reads the browser's stderr for the DevTools line (sent on the channel), keeps its last
+/// lines, and keeps draining it afterwards so the browser never blocks on a full pipe.
+fn watch_stderr(child: &mut Child) -> (StderrTail, oneshot::Receiver<String>) {
+    let kept = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEPT)));
+    let (url_tx, url_rx) = oneshot::channel::<String>();
+    if let Some(stderr) = child.stderr.take() {
+        let kept = kept.clone();
+        tokio::spawn(async move {
+            let mut url_tx = Some(url_tx);
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(at) = line.find("ws://")
+                    && line.contains("DevTools listening on")
+                    && let Some(tx) = url_tx.take()
+                {
+                    let _ = tx.send(line[at..].trim().to_owned());
+                }
+                tracing::debug!(target: "toolwright::chromium", "{line}");
+                let mut kept = kept.lock();
+                if kept.len() == STDERR_KEPT {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
+            }
+        });
+    }
+    (kept, url_rx)
+}
+
+/// The DevTools endpoint, from the stderr line or the port file, whichever comes first;
+/// fails when the browser exits or [`LAUNCH_TIMEOUT`] passes first.
+async fn wait_for_endpoint(
+    exe: &Path,
+    child: &mut Child,
+    mut url_rx: oneshot::Receiver<String>,
+    port_file: &Path,
+    kept: &StderrTail,
+) -> Result<String, ScreenshotError> {
+    let stderr_tail = || -> Vec<String> { kept.lock().iter().cloned().collect() };
+    let deadline = Instant::now() + LAUNCH_TIMEOUT;
+    loop {
+        if let Ok(url) = url_rx.try_recv() {
+            return Ok(url);
+        }
+        if let Some(url) = read_port_file(port_file) {
+            return Ok(url);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // Let the stderr reader catch up before quoting it.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(launch_error(
+                exe,
+                format!("it exited with {status}"),
+                stderr_tail(),
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(launch_error(
+                exe,
+                format!("no DevTools endpoint after {} s", LAUNCH_TIMEOUT.as_secs()),
+                stderr_tail(),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 

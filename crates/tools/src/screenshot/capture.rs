@@ -17,6 +17,7 @@
 //! taken. Service workers are bypassed for the page's own requests.
 
 use super::browser::Browser;
+use super::cdp::Cdp;
 use super::error::{ImageError, Refusal, ScreenshotError};
 use super::image::{self, Format};
 use super::policy::{Policy, RequestChecker};
@@ -152,8 +153,48 @@ pub(crate) async fn capture(
     limits: Limits,
     resolver: Arc<dyn Resolve>,
 ) -> Result<Shot, ScreenshotError> {
-    let cdp = &browser.cdp;
     let t0 = Instant::now();
+    let mut opened = open_tab(browser.clone(), policy, resolver).await?;
+    let cdp = &browser.cdp;
+    let s = Some(opened.session.as_str());
+    configure(cdp, s, req.viewport).await?;
+
+    let t1 = Instant::now();
+    let deadline = t1 + limits.timeout;
+    load(cdp, &mut opened, req, limits, deadline).await?;
+    let s = Some(opened.session.as_str());
+
+    let t2 = Instant::now();
+    // Web fonts that are still loading would render as fallbacks; wait for them a little.
+    let fonts =
+        json!({"expression": "document.fonts.ready.then(() => true)", "awaitPromise": true});
+    let fonts_deadline = deadline.min(Instant::now() + Duration::from_secs(5));
+    let _ = tokio::time::timeout_at(fonts_deadline, cdp.call(s, "Runtime.evaluate", fonts)).await;
+
+    let image = take_image(cdp, s, req, limits).await?;
+    finish(&opened, req, image, [t0, t1, t2]).await
+}
+
+/// A tab open in a context of its own, its event loop running.
+struct Opened {
+    /// Disposes the context when dropped; kept for the whole capture.
+    _tab: Tab,
+    /// The tab's CDP session.
+    session: String,
+    /// What the event loop learned so far.
+    state: watch::Receiver<State>,
+    /// The context's policy proxy.
+    proxy: Arc<Proxy>,
+}
+
+/// Starts a policy proxy, a browser context going through it, a blank tab in that context
+/// and the event loop of the tab's session.
+async fn open_tab(
+    browser: Arc<Browser>,
+    policy: Policy,
+    resolver: Arc<dyn Resolve>,
+) -> Result<Opened, ScreenshotError> {
+    let cdp = &browser.cdp;
     let proxy = Proxy::start(Rules::Policy(policy), browser.guarded_ports(), resolver)
         .await
         .map(Arc::new)
@@ -183,7 +224,7 @@ pub(crate) async fn capture(
     tab.session = Some(session.clone());
 
     let events = cdp.subscribe(&session);
-    let (state_tx, mut state_rx) = watch::channel(State::default());
+    let (state_tx, state) = watch::channel(State::default());
     let checker = Arc::new(RequestChecker::new(policy));
     // The main frame's id is the page target's id.
     let loop_ctx = Loop {
@@ -193,9 +234,16 @@ pub(crate) async fn capture(
         checker,
     };
     tab.events = Some(tokio::spawn(loop_ctx.run(events, state_tx)));
+    Ok(Opened {
+        _tab: tab,
+        session,
+        state,
+        proxy,
+    })
+}
 
-    let s = Some(session.as_str());
-    let (w, h) = req.viewport;
+/// Enables the domains the capture listens to and sets the viewport.
+async fn configure(cdp: &Cdp, s: Option<&str>, (w, h): (u32, u32)) -> Result<(), ScreenshotError> {
     let setup: [(&str, Value); 7] = [
         ("Page.enable", json!({})),
         ("Page.setLifecycleEventsEnabled", json!({"enabled": true})),
@@ -211,20 +259,34 @@ pub(crate) async fn capture(
     // Independent commands: sent at once, answered in order, all done before navigating.
     futures_util::future::try_join_all(setup.map(|(method, params)| cdp.call(s, method, params)))
         .await?;
+    Ok(())
+}
 
-    let t1 = Instant::now();
-    let deadline = t1 + limits.timeout;
-    let timeout = || ScreenshotError::Timeout {
+/// The error of a capture that ran out of time.
+fn timed_out(req: &Request, limits: Limits) -> ScreenshotError {
+    ScreenshotError::Timeout {
         url: req.url.to_string(),
         limit: limits.timeout,
-    };
+    }
+}
+
+/// Navigates to `req.url` and waits, until `deadline`, for its load event (or a crash or
+/// refusal, which fail the capture).
+async fn load(
+    cdp: &Cdp,
+    opened: &mut Opened,
+    req: &Request,
+    limits: Limits,
+    deadline: Instant,
+) -> Result<(), ScreenshotError> {
+    let s = Some(opened.session.as_str());
     let nav = tokio::time::timeout_at(
         deadline,
         cdp.call(s, "Page.navigate", json!({"url": req.url.as_str()})),
     )
     .await
-    .map_err(|_| timeout())??;
-    page_ok(&state_rx.borrow(), req, &proxy)?;
+    .map_err(|_| timed_out(req, limits))??;
+    page_ok(&opened.state.borrow(), req, &opened.proxy)?;
     if let Some(err) = nav
         .get("errorText")
         .and_then(Value::as_str)
@@ -239,7 +301,7 @@ pub(crate) async fn capture(
         .get("loaderId")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let loaded = state_rx.wait_for(|st| {
+    let loaded = opened.state.wait_for(|st| {
         st.crashed
             || st.main_refusal.is_some()
             || match &loader {
@@ -248,19 +310,31 @@ pub(crate) async fn capture(
             }
     });
     match tokio::time::timeout_at(deadline, loaded).await {
-        Err(_) => return Err(timeout()),
+        Err(_) => return Err(timed_out(req, limits)),
         Ok(Err(_)) => return Err(ScreenshotError::BrowserGone),
         Ok(Ok(_)) => {}
     }
-    page_ok(&state_rx.borrow(), req, &proxy)?;
+    page_ok(&opened.state.borrow(), req, &opened.proxy)?;
+    Ok(())
+}
 
-    let t2 = Instant::now();
-    // Web fonts that are still loading would render as fallbacks; wait for them a little.
-    let fonts =
-        json!({"expression": "document.fonts.ready.then(() => true)", "awaitPromise": true});
-    let fonts_deadline = deadline.min(Instant::now() + Duration::from_secs(5));
-    let _ = tokio::time::timeout_at(fonts_deadline, cdp.call(s, "Runtime.evaluate", fonts)).await;
+/// The image taken, and the page's size.
+struct Image {
+    bytes: Vec<u8>,
+    width: u32,
+    height: u32,
+    page_size: (u32, u32),
+    truncated: bool,
+}
 
+/// Measures the loaded page and captures it: the viewport, or the whole page up to the
+/// size caps.
+async fn take_image(
+    cdp: &Cdp,
+    s: Option<&str>,
+    req: &Request,
+    limits: Limits,
+) -> Result<Image, ScreenshotError> {
     let metrics = cdp.call(s, "Page.getLayoutMetrics", json!({})).await?;
     let css = |k: &str| {
         metrics["cssContentSize"][k]
@@ -269,7 +343,7 @@ pub(crate) async fn capture(
             .ceil()
             .max(1.0) as u32
     };
-    let page_size = (css("width").max(w), css("height"));
+    let page_size = (css("width").max(req.viewport.0), css("height"));
     let mut shot_params = json!({"format": req.format.name(), "fromSurface": true});
     if req.format == Format::Jpeg {
         shot_params["quality"] = json!(req.quality);
@@ -287,28 +361,46 @@ pub(crate) async fn capture(
         cdp.call(s, "Page.captureScreenshot", shot_params),
     )
     .await
-    .map_err(|_| timeout())??;
+    .map_err(|_| timed_out(req, limits))??;
     let data = field(&captured, "data", "Page.captureScreenshot")?;
     let bytes = base64_decode(&data)?;
     let (width, height) = image::dimensions(req.format, &bytes)?;
-
-    // The proxy's verdict on each WebSocket the page opened, so that it can be listed.
-    let sockets = state_rx.borrow().sockets.clone();
-    let verdicts = Instant::now() + SOCKET_VERDICT_WAIT;
-    while Instant::now() < verdicts && !all_decided(&sockets, &proxy) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let st = state_rx.borrow();
-    page_ok(&st, req, &proxy)?;
-    let (blocked, blocked_count) = blocked_list(&st, &proxy);
-    Ok(Shot {
+    Ok(Image {
         bytes,
         width,
         height,
-        final_url: st.final_url.clone(),
-        status: st.status,
         page_size,
         truncated,
+    })
+}
+
+/// Waits a little for the proxy's verdict on each WebSocket the page opened, so that it can
+/// be listed, checks the page once more and puts the result together (its phases
+/// timed from three instants: when the tab was asked for, when navigation began and when the
+/// page had loaded).
+async fn finish(
+    opened: &Opened,
+    req: &Request,
+    image: Image,
+    [t0, t1, t2]: [Instant; 3],
+) -> Result<Shot, ScreenshotError> {
+    let proxy = &opened.proxy;
+    let sockets = opened.state.borrow().sockets.clone();
+    let verdicts = Instant::now() + SOCKET_VERDICT_WAIT;
+    while Instant::now() < verdicts && !all_decided(&sockets, proxy) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let st = opened.state.borrow();
+    page_ok(&st, req, proxy)?;
+    let (blocked, blocked_count) = blocked_list(&st, proxy);
+    Ok(Shot {
+        bytes: image.bytes,
+        width: image.width,
+        height: image.height,
+        final_url: st.final_url.clone(),
+        status: st.status,
+        page_size: image.page_size,
+        truncated: image.truncated,
         blocked,
         blocked_count,
         phases_ms: [

@@ -250,11 +250,23 @@ impl Inner {
             .map_err(ScreenshotError::Refused)?;
         req.url = admitted.url;
         let page_policy = policy.for_page(admitted.on_loopback);
+        let (browser, shot) = self.capture(&req, page_policy, &ctx).await?;
+        ctx.progress(3.0, Some(3.0), Some("captured"));
+        Ok(result(&browser, &shot, &req, started))
+    }
+
+    /// Waits for a slot and captures `req` in the pool's browser; a browser found gone is
+    /// discarded, and the capture tried once more on a new one.
+    async fn capture(
+        &self,
+        req: &Request,
+        page_policy: Policy,
+        ctx: &ToolContext,
+    ) -> Result<(Arc<browser::Browser>, capture::Shot), ScreenshotError> {
         let limits = Limits {
             timeout: self.settings.timeout,
             max_height: self.settings.max_height.max(1),
         };
-
         ctx.progress(1.0, Some(3.0), Some("waiting for the browser"));
         let _slot = self
             .slots
@@ -262,19 +274,19 @@ impl Inner {
             .await
             .map_err(|_| ScreenshotError::BrowserGone)?;
         let mut retried = false;
-        let (browser, shot) = loop {
+        loop {
             let browser = self.pool.get().await?;
             ctx.progress(2.0, Some(3.0), Some("loading the page"));
             match capture::capture(
                 browser.clone(),
-                &req,
+                req,
                 page_policy,
                 limits,
                 self.resolver.clone(),
             )
             .await
             {
-                Ok(shot) => break (browser, shot),
+                Ok(shot) => return Ok((browser, shot)),
                 Err(e) if e.is_browser_gone() && !retried => {
                     // Killed or crashed between calls and not noticed yet: once more, fresh.
                     tracing::warn!(
@@ -291,53 +303,61 @@ impl Inner {
                     return Err(e);
                 }
             }
-        };
-        ctx.progress(3.0, Some(3.0), Some("captured"));
+        }
+    }
+}
 
-        use base64::Engine;
-        let data = base64::engine::general_purpose::STANDARD.encode(&shot.bytes);
-        let structured =
-            json!({"width": shot.width, "height": shot.height, "format": req.format.name()});
-        let mut content = vec![
-            Content::image(data, req.format.mime()),
-            Content::text(structured.to_string()),
-        ];
-        if shot.truncated {
-            content.push(Content::text(format!(
-                "The page is {} px tall; the image shows its top {} px (the server's \
-                 --screenshot-max-height).",
-                shot.page_size.1, shot.height
-            )));
-        }
-        let mut diag = json!({
-            "browserPid": browser.pid,
-            "browserInstance": browser.instance,
-            "requestedUrl": req.url.as_str(),
-            "pageWidth": shot.page_size.0,
-            "pageHeight": shot.page_size.1,
-            "truncated": shot.truncated,
-            "blockedRequests": shot.blocked_count,
-            "browserOwnConnectionsRefused": browser.own_connections_refused(),
-            "elapsedMs": started.elapsed().as_millis() as u64,
-            "phasesMs": shot.phases_ms.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>(),
-        });
-        if let Some(u) = &shot.final_url {
-            diag["finalUrl"] = json!(u);
-        }
-        if let Some(s) = shot.status {
-            diag["httpStatus"] = json!(s);
-        }
-        if !shot.blocked.is_empty() {
-            diag["blocked"] = json!(shot.blocked);
-        }
-        let mut meta = Map::new();
-        meta.insert(META_KEY.into(), diag);
-        Ok(CallToolResult {
-            content,
-            structured_content: Some(structured),
-            meta: Some(meta),
-            ..Default::default()
-        })
+/// The tool's result: the image, its size as structured content, a note when the page was
+/// cut at the height cap, and what was learned on the way under [`META_KEY`].
+fn result(
+    browser: &browser::Browser,
+    shot: &capture::Shot,
+    req: &Request,
+    started: Instant,
+) -> CallToolResult {
+    use base64::Engine;
+    let data = base64::engine::general_purpose::STANDARD.encode(&shot.bytes);
+    let structured =
+        json!({"width": shot.width, "height": shot.height, "format": req.format.name()});
+    let mut content = vec![
+        Content::image(data, req.format.mime()),
+        Content::text(structured.to_string()),
+    ];
+    if shot.truncated {
+        content.push(Content::text(format!(
+            "The page is {} px tall; the image shows its top {} px (the server's \
+             --screenshot-max-height).",
+            shot.page_size.1, shot.height
+        )));
+    }
+    let mut diag = json!({
+        "browserPid": browser.pid,
+        "browserInstance": browser.instance,
+        "requestedUrl": req.url.as_str(),
+        "pageWidth": shot.page_size.0,
+        "pageHeight": shot.page_size.1,
+        "truncated": shot.truncated,
+        "blockedRequests": shot.blocked_count,
+        "browserOwnConnectionsRefused": browser.own_connections_refused(),
+        "elapsedMs": started.elapsed().as_millis() as u64,
+        "phasesMs": shot.phases_ms.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>(),
+    });
+    if let Some(u) = &shot.final_url {
+        diag["finalUrl"] = json!(u);
+    }
+    if let Some(s) = shot.status {
+        diag["httpStatus"] = json!(s);
+    }
+    if !shot.blocked.is_empty() {
+        diag["blocked"] = json!(shot.blocked);
+    }
+    let mut meta = Map::new();
+    meta.insert(META_KEY.into(), diag);
+    CallToolResult {
+        content,
+        structured_content: Some(structured),
+        meta: Some(meta),
+        ..Default::default()
     }
 }
 

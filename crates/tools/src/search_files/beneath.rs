@@ -212,6 +212,13 @@ impl Roots {
         }
     }
 
+    /// Where `name` in `parent` (below root `root` at `parent_phys`) leads: the target
+    /// inside a root, `None` outside them. Components are taken one at a time from a queue
+    /// that a link's target is put in front of, and `pos` says where the resolution stands.
+    ///
+    /// Long on purpose: the loop is one state machine over `pos` (inside a root, or above
+    /// them on the canonical paths), whose arms move between the two states; read in one
+    /// place, every way out of the roots and back in can be checked at once.
     fn resolve(
         &self,
         root: usize,
@@ -262,26 +269,14 @@ impl Roots {
                         }
                         continue;
                     }
-                    if top.is_none() {
-                        *top = Some(Fd::Owned(self.reopen(*root, names)?));
-                    }
-                    let at = top.as_ref().map(Fd::as_fd).ok_or(Errno::NOENT)?;
-                    let fd = openat(at, c, PATH_ENTRY, Mode::empty())?;
-                    let st = fstat(&fd)?;
+                    let (fd, st) = self.open_entry(*root, names, top, c)?;
                     let ft = FileType::from_raw_mode(st.st_mode);
                     if ft == FileType::Symlink {
                         links += 1;
                         if links > MAX_LINKS {
                             return Err(Errno::LOOP);
                         }
-                        let target = readlinkat(&fd, "", Vec::new())?;
-                        let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
-                        for part in target.components().rev() {
-                            if part != Component::RootDir {
-                                pending.push_front(part.as_os_str().to_owned());
-                            }
-                        }
-                        if target.is_absolute() {
+                        if queue_link_target(&fd, &mut pending)? {
                             pos = Pos::Outside(PathBuf::from("/"));
                         }
                         continue;
@@ -309,6 +304,31 @@ impl Roots {
             }
         }
         // Every component was a directory (or `.`/`..`): the target is where we stand.
+        self.standing_at(pos)
+    }
+
+    /// Opens the entry `c` itself (`O_PATH | O_NOFOLLOW`) in the directory a resolution
+    /// stands in (`names` below root `root`, open as `top`, or reopened from the root first
+    /// after a `..`), and says what it is.
+    fn open_entry<'a>(
+        &self,
+        root: usize,
+        names: &[OsString],
+        top: &mut Option<Fd<'a>>,
+        c: &OsStr,
+    ) -> Result<(OwnedFd, rustix::fs::Stat), Errno> {
+        if top.is_none() {
+            *top = Some(Fd::Owned(self.reopen(root, names)?));
+        }
+        let at = top.as_ref().map(Fd::as_fd).ok_or(Errno::NOENT)?;
+        let fd = openat(at, c, PATH_ENTRY, Mode::empty())?;
+        let st = fstat(&fd)?;
+        Ok((fd, st))
+    }
+
+    /// The directory a resolution ended in, as its target: opened (`O_PATH`) when inside a
+    /// root, `None` when outside them.
+    fn standing_at(&self, pos: Pos<'_>) -> Result<Option<Target>, Errno> {
         match pos {
             Pos::Outside(_) => Ok(None),
             Pos::Inside { root, names, top } => {
@@ -335,6 +355,20 @@ impl Roots {
         let rel: PathBuf = names.iter().collect();
         open_by_components(base, &rel, PATH_DIR)
     }
+}
+
+/// Reads the link `fd` (opened with `O_PATH`) and puts the components of its target in
+/// front of `pending`, in order (a leading `/` left out). True when the target is
+/// absolute, so that resolution goes on from `/`.
+fn queue_link_target(fd: &OwnedFd, pending: &mut VecDeque<OsString>) -> Result<bool, Errno> {
+    let target = readlinkat(fd, "", Vec::new())?;
+    let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
+    for part in target.components().rev() {
+        if part != Component::RootDir {
+            pending.push_front(part.as_os_str().to_owned());
+        }
+    }
+    Ok(target.is_absolute())
 }
 
 /// Opens a canonical root for reading, through no symbolic link.

@@ -347,24 +347,22 @@ impl<'a> Worker<'a> {
         let fd = Arc::new(fd);
         let names = std::mem::take(&mut self.names);
         let entries = std::mem::take(&mut self.entries);
-        let depth = dir.depth + 1;
+        let parent = Parent {
+            rel: &dir.rel,
+            fd: &fd,
+            root,
+            phys: &phys,
+            rules: rules.as_ref(),
+            check_rules,
+            chain: chain.as_ref(),
+            depth: dir.depth + 1,
+        };
         for e in &entries {
             if self.stopped() {
                 break;
             }
             let name = &names[e.start..e.start + e.len];
-            self.entry(
-                &dir.rel,
-                name,
-                e.ft,
-                depth,
-                &fd,
-                root,
-                &phys,
-                rules.as_ref(),
-                check_rules,
-                chain.as_ref(),
-            );
+            self.entry(&parent, name, e.ft);
         }
         self.names = names;
         self.entries = entries;
@@ -412,93 +410,142 @@ impl<'a> Worker<'a> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn entry(
-        &mut self,
-        dir_rel: &[u8],
-        name: &[u8],
-        mut ft: FileType,
-        depth: usize,
-        fd: &Arc<OwnedFd>,
-        root: usize,
-        phys: &Path,
-        rules: Option<&Arc<Level>>,
-        check_rules: bool,
-        chain: Option<&Arc<Chain>>,
-    ) {
+    /// Looks at one entry of `parent`: skips it when it is hidden, ignored, a link outside
+    /// the roots or a loop of links; otherwise counts it, offers it as a match, and pushes
+    /// it to be walked when it is a directory to descend into. The search's inner loop: its
+    /// pieces take the parent by reference and allocate nothing but what a pushed directory
+    /// keeps.
+    fn entry(&mut self, parent: &Parent<'_>, name: &[u8], ft: FileType) {
         let spec = self.shared.spec;
-        let os_name = OsStr::from_bytes(name);
         // Hidden, and no rule could keep it: skipped before anything else is looked at.
-        if !spec.include_hidden && !check_rules && name.starts_with(b".") {
+        if !spec.include_hidden && !parent.check_rules && name.starts_with(b".") {
             return;
         }
-        if ft == FileType::Unknown {
-            match statat(&**fd, os_name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => ft = FileType::from_raw_mode(st.st_mode),
-                Err(e) => return self.skipped.failed(e),
-            }
-        }
-        let link = (ft == FileType::Symlink).then(|| {
-            self.shared
-                .roots
-                .resolve_link(root, fd.as_fd(), phys, os_name)
-        });
+        let Some((ft, link)) = self.file_type(parent, name, ft) else {
+            return;
+        };
         let link_to_dir = matches!(&link, Some(Link::Inside(t)) if t.is_dir);
         let enter_link = link_to_dir && spec.follow_symlinks;
-        // Hidden and ignored entries first: they are not counted anywhere.
-        let mut kept = false;
-        if check_rules {
-            self.abs_path(dir_rel, name);
-            let path = Path::new(OsStr::from_bytes(&self.abs));
-            let m = ignores::matched(
-                rules,
-                self.shared.ancestors,
-                path,
-                ft.is_dir() || enter_link,
-            );
-            if m.is_ignore() {
-                return;
-            }
-            kept = m.is_whitelist();
-        }
-        if !spec.include_hidden && !kept && name.starts_with(b".") {
+        let Some(is_dir) = self.admit(parent, name, ft, link.as_ref(), enter_link) else {
             return;
-        }
-        let is_dir = match &link {
-            None => ft.is_dir(),
-            Some(Link::Inside(t)) => t.is_dir,
-            Some(Link::Outside) => {
-                self.skipped.outside_roots += 1;
-                return;
-            }
-            Some(Link::Broken(e)) => return self.skipped.failed(*e),
         };
-        if let (true, Some(Link::Inside(t))) = (enter_link, &link)
-            && Chain::contains(chain, t.id)
-        {
-            self.skipped.errors += 1;
-            return;
-        }
         self.rel.clear();
-        self.rel.extend_from_slice(dir_rel);
-        if !dir_rel.is_empty() {
+        self.rel.extend_from_slice(parent.rel);
+        if !parent.rel.is_empty() {
             self.rel.push(b'/');
         }
         self.rel.extend_from_slice(name);
         let rel = Path::new(OsStr::from_bytes(&self.rel));
         let descend = ft.is_dir() || enter_link;
-        if descend && spec.pattern.prunes() && !spec.pattern.may_descend(depth, rel) {
+        if descend && spec.pattern.prunes() && !spec.pattern.may_descend(parent.depth, rel) {
             return;
         }
         self.scanned += 1;
         if link.is_some() && is_dir && !spec.follow_symlinks {
             self.skipped.symlinks_not_followed += 1;
         }
-        let pattern = &spec.pattern;
-        let matches = spec.kind.accepts(is_dir)
+        self.offer(name, is_dir);
+        if descend
+            && spec.pattern.max_depth().is_none_or(|m| parent.depth < m)
+            && self.push(parent, name, ft).is_none()
+        {
+            return;
+        }
+        if self.scanned >= FLUSH_EVERY {
+            self.flush_counts();
+        }
+    }
+
+    /// The entry's type (asked of the file system when the listing did not say), and where
+    /// it leads when it is a link; `None` (counted) when it cannot be looked at.
+    #[inline]
+    fn file_type(
+        &mut self,
+        parent: &Parent<'_>,
+        name: &[u8],
+        mut ft: FileType,
+    ) -> Option<(FileType, Option<Link>)> {
+        let os_name = OsStr::from_bytes(name);
+        if ft == FileType::Unknown {
+            match statat(&**parent.fd, os_name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => ft = FileType::from_raw_mode(st.st_mode),
+                Err(e) => {
+                    self.skipped.failed(e);
+                    return None;
+                }
+            }
+        }
+        let link = (ft == FileType::Symlink).then(|| {
+            self.shared
+                .roots
+                .resolve_link(parent.root, parent.fd.as_fd(), parent.phys, os_name)
+        });
+        Some((ft, link))
+    }
+
+    /// Whether the entry is a directory, or `None` when it is left out: ignored or hidden
+    /// (not counted anywhere), a link outside the roots or a broken one, or a link back to a
+    /// directory being walked (each counted in `skipped`).
+    #[inline]
+    fn admit(
+        &mut self,
+        parent: &Parent<'_>,
+        name: &[u8],
+        ft: FileType,
+        link: Option<&Link>,
+        enter_link: bool,
+    ) -> Option<bool> {
+        let spec = self.shared.spec;
+        // Hidden and ignored entries first: they are not counted anywhere.
+        let mut kept = false;
+        if parent.check_rules {
+            self.abs_path(parent.rel, name);
+            let path = Path::new(OsStr::from_bytes(&self.abs));
+            let m = ignores::matched(
+                parent.rules,
+                self.shared.ancestors,
+                path,
+                ft.is_dir() || enter_link,
+            );
+            if m.is_ignore() {
+                return None;
+            }
+            kept = m.is_whitelist();
+        }
+        if !spec.include_hidden && !kept && name.starts_with(b".") {
+            return None;
+        }
+        let is_dir = match link {
+            None => ft.is_dir(),
+            Some(Link::Inside(t)) => t.is_dir,
+            Some(Link::Outside) => {
+                self.skipped.outside_roots += 1;
+                return None;
+            }
+            Some(Link::Broken(e)) => {
+                self.skipped.failed(*e);
+                return None;
+            }
+        };
+        if let (true, Some(Link::Inside(t))) = (enter_link, link)
+            && Chain::contains(parent.chain, t.id)
+        {
+            self.skipped.errors += 1;
+            return None;
+        }
+        Some(is_dir)
+    }
+
+    /// Keeps the entry (its path in `rel`) among the best results when the pattern and the
+    /// kind accept it.
+    #[inline]
+    fn offer(&mut self, name: &[u8], is_dir: bool) {
+        let pattern = &self.shared.spec.pattern;
+        let rel = Path::new(OsStr::from_bytes(&self.rel));
+        let matches = self.shared.spec.kind.accepts(is_dir)
             && (is_dir || !pattern.dirs_only())
             && match pattern.target() {
-                Target::Name => pattern.is_match_name(os_name),
+                Target::Name => pattern.is_match_name(OsStr::from_bytes(name)),
                 Target::Path => pattern.is_match_path(rel),
             };
         if matches {
@@ -506,37 +553,58 @@ impl<'a> Worker<'a> {
             key_of(&self.rel, &mut self.key);
             self.best.offer(&self.key, is_dir);
         }
-        if descend && pattern.max_depth().is_none_or(|m| depth < m) {
-            let Ok(name) = CString::new(name) else {
-                return;
-            };
-            let open = if ft.is_dir() {
-                Open::Child {
-                    parent: fd.clone(),
-                    name,
-                    root,
-                    phys: phys.join(os_name),
-                }
-            } else {
-                Open::Link {
-                    parent: fd.clone(),
-                    name,
-                    root,
-                    parent_phys: phys.to_path_buf(),
-                }
-            };
-            self.stack.push(Dir {
-                open,
-                rel: self.rel.clone(),
-                depth,
-                rules: rules.cloned(),
-                chain: chain.cloned(),
-            });
-        }
-        if self.scanned >= FLUSH_EVERY {
-            self.flush_counts();
-        }
     }
+
+    /// Pushes the entry (its path in `rel`), a directory or a link to one, to be walked;
+    /// `None` when its name cannot be one of a file.
+    #[inline]
+    fn push(&mut self, parent: &Parent<'_>, name: &[u8], ft: FileType) -> Option<()> {
+        let os_name = OsStr::from_bytes(name);
+        let name = CString::new(name).ok()?;
+        let open = if ft.is_dir() {
+            Open::Child {
+                parent: parent.fd.clone(),
+                name,
+                root: parent.root,
+                phys: parent.phys.join(os_name),
+            }
+        } else {
+            Open::Link {
+                parent: parent.fd.clone(),
+                name,
+                root: parent.root,
+                parent_phys: parent.phys.to_path_buf(),
+            }
+        };
+        self.stack.push(Dir {
+            open,
+            rel: self.rel.clone(),
+            depth: parent.depth,
+            rules: parent.rules.cloned(),
+            chain: parent.chain.cloned(),
+        });
+        Some(())
+    }
+}
+
+/// The directory whose entries are being looked at, as each of them needs it.
+struct Parent<'a> {
+    /// Its path relative to the searched directory.
+    rel: &'a [u8],
+    /// Its open descriptor.
+    fd: &'a Arc<OwnedFd>,
+    /// The root it is beneath.
+    root: usize,
+    /// Its physical path.
+    phys: &'a Path,
+    /// The ignore rules in force in it.
+    rules: Option<&'a Arc<Level>>,
+    /// True when some rule (its own or an ancestor's) could ignore or keep an entry.
+    check_rules: bool,
+    /// The directories being walked above it, when links are followed.
+    chain: Option<&'a Arc<Chain>>,
+    /// The depth of its entries.
+    depth: usize,
 }
 
 /// Why the walk could not start.
