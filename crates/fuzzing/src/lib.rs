@@ -445,8 +445,24 @@ fn escaped(text: &str) -> String {
 pub fn template(data: &[u8]) {
     let mut pieces = data.split(|&b| b == 0xFF);
     let text = String::from_utf8_lossy(pieces.next().unwrap_or_default()).into_owned();
-    // Every text can be written as literals.
-    let literal = Template::parse(&escaped(&text))
+    literals_fill_back(&text);
+    let Some(t) = parse_template(&text) else {
+        return;
+    };
+    let (args, env) = values_for(&t, pieces);
+    for dash in [false, true] {
+        let t = if dash {
+            t.clone().dash_allowed()
+        } else {
+            t.clone()
+        };
+        check_fill(&text, &t, &args, &env);
+    }
+}
+
+/// Every text can be written as literals (braces doubled), and fills back to itself.
+fn literals_fill_back(text: &str) {
+    let literal = Template::parse(&escaped(text))
         .unwrap_or_else(|e| panic!("{text:?} written with doubled braces does not parse: {e}"));
     assert!(
         literal
@@ -459,13 +475,18 @@ pub fn template(data: &[u8]) {
     let empty = serde_json::Map::new();
     let filled = literal.render(&empty, &|_| None, &|s| Ok(s.into()));
     assert!(
-        text.contains('\0') || filled.as_ref().ok() == Some(&Some(text.clone())),
+        text.contains('\0') || filled.as_ref().ok() == Some(&Some(text.to_owned())),
         "{text:?} as literals fills to {filled:?}"
     );
-    let parsed = Template::parse(&text);
+}
+
+/// `text` parsed, the same way twice: the template, or `None` after checking that the
+/// error points at a character of the text.
+fn parse_template(text: &str) -> Option<Template> {
+    let parsed = Template::parse(text);
     assert_eq!(
         parsed,
-        Template::parse(&text),
+        Template::parse(text),
         "one template parsed two ways"
     );
     let t = match parsed {
@@ -476,16 +497,26 @@ pub fn template(data: &[u8]) {
                 "error at byte {} of {text:?}",
                 e.at
             );
-            return;
+            return None;
         }
     };
     assert_eq!(t.source(), text);
     if !text.contains(['{', '}']) {
         assert_eq!(t.parts().len(), usize::from(!text.is_empty()));
     }
-    // The values, in the order of the placeholders (one per distinct name) and variables.
+    Some(t)
+}
+
+/// The variables a fill reads, by name.
+type Env = std::collections::BTreeMap<String, String>;
+
+/// The values, in the order of the placeholders (one per distinct name) and variables.
+fn values_for<'d>(
+    t: &Template,
+    mut pieces: impl Iterator<Item = &'d [u8]>,
+) -> (serde_json::Map<String, Value>, Env) {
     let mut args = serde_json::Map::new();
-    let mut env = std::collections::BTreeMap::new();
+    let mut env = Env::new();
     for part in t.parts() {
         match part {
             Part::Arg(a) if !args.contains_key(&a.name) => {
@@ -501,61 +532,73 @@ pub fn template(data: &[u8]) {
             _ => {}
         }
     }
-    for dash in [false, true] {
-        let t = if dash {
-            t.clone().dash_allowed()
-        } else {
-            t.clone()
-        };
-        let result = t.render(&args, &|v| env.get(v).cloned(), &|s| Ok(s.into()));
-        let Ok(Some(out)) = result else {
-            if let Ok(None) = result {
-                assert!(!t.is_complete(&args), "a complete template filled to None");
-            }
-            continue;
-        };
-        assert!(t.is_complete(&args));
-        assert!(!out.contains('\0'), "a fill holds a NUL");
-        let mut expected = String::new();
-        let mut data_braces = false;
-        for part in t.parts() {
-            match part {
-                Part::Literal(l) => expected.push_str(l),
-                Part::Env(v) => {
-                    let value = env.get(v).expect("a fill used a variable that is unset");
-                    data_braces |= value.contains(['{', '}']);
-                    expected.push_str(value);
-                }
-                Part::Arg(a) => {
-                    let value = toolwright_toolfile::template::scalar_text(&a.name, &args[&a.name])
-                        .expect("a fill used a value that is not one");
-                    assert!(
-                        a.dash || !expected.is_empty() || !value.starts_with('-'),
-                        "{out:?} starts with a dash value where {:?} is not `:dash`",
-                        a.name
-                    );
-                    data_braces |= value.contains(['{', '}']);
-                    expected.push_str(&value);
-                }
-            }
+    (args, env)
+}
+
+/// Fills `t` (parsed from `text`) and checks the fill: `None` only when incomplete, no NUL,
+/// exactly its pieces in order, no placeholder left in it.
+fn check_fill(text: &str, t: &Template, args: &serde_json::Map<String, Value>, env: &Env) {
+    let result = t.render(args, &|v| env.get(v).cloned(), &|s| Ok(s.into()));
+    let Ok(Some(out)) = result else {
+        if let Ok(None) = result {
+            assert!(!t.is_complete(args), "a complete template filled to None");
         }
-        assert_eq!(
-            out, expected,
-            "the fill of {text:?} is not its pieces in order"
-        );
-        if !data_braces {
-            for a in t.args() {
+        return;
+    };
+    assert!(t.is_complete(args));
+    assert!(!out.contains('\0'), "a fill holds a NUL");
+    let (expected, data_braces) = pieces_in_order(t, args, env, &out);
+    assert_eq!(
+        out, expected,
+        "the fill of {text:?} is not its pieces in order"
+    );
+    if !data_braces {
+        for a in t.args() {
+            assert!(
+                !out.contains(&format!("{{{}}}", a.name))
+                    || t.parts()
+                        .iter()
+                        .any(|p| matches!(p, Part::Literal(l) if l.contains(['{', '}']))),
+                "the fill {out:?} still holds the placeholder of {:?}",
+                a.name
+            );
+        }
+    }
+}
+
+/// What the fill `out` of `t` should be: its literals and values in order (checking that a
+/// value starting with `-` starts it only where `:dash` allows), and whether any value
+/// holds a brace.
+fn pieces_in_order(
+    t: &Template,
+    args: &serde_json::Map<String, Value>,
+    env: &Env,
+    out: &str,
+) -> (String, bool) {
+    let mut expected = String::new();
+    let mut data_braces = false;
+    for part in t.parts() {
+        match part {
+            Part::Literal(l) => expected.push_str(l),
+            Part::Env(v) => {
+                let value = env.get(v).expect("a fill used a variable that is unset");
+                data_braces |= value.contains(['{', '}']);
+                expected.push_str(value);
+            }
+            Part::Arg(a) => {
+                let value = toolwright_toolfile::template::scalar_text(&a.name, &args[&a.name])
+                    .expect("a fill used a value that is not one");
                 assert!(
-                    !out.contains(&format!("{{{}}}", a.name))
-                        || t.parts()
-                            .iter()
-                            .any(|p| matches!(p, Part::Literal(l) if l.contains(['{', '}']))),
-                    "the fill {out:?} still holds the placeholder of {:?}",
+                    a.dash || !expected.is_empty() || !value.starts_with('-'),
+                    "{out:?} starts with a dash value where {:?} is not `:dash`",
                     a.name
                 );
+                data_braces |= value.contains(['{', '}']);
+                expected.push_str(&value);
             }
         }
     }
+    (expected, data_braces)
 }
 
 /// What the loader makes of a set, in a form to compare across orders: whether it loads,
