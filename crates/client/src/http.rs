@@ -160,21 +160,8 @@ pub(crate) async fn exchange(
         .await
         .map_err(|e| io_err("HTTP handshake with", &e))?;
     let work = async {
-        let payload = ex.body.map_or_else(Vec::new, <[u8]>::to_vec);
-        let mut request = Request::builder()
-            .method(ex.method)
-            .uri(endpoint.path.as_str())
-            .header(HOST, endpoint.authority.as_str())
-            .header(ACCEPT, "application/json, text/event-stream");
-        if ex.body.is_some() {
-            request = request.header(CONTENT_TYPE, "application/json");
-        }
-        for (k, v) in ex.headers {
-            request = request.header(k.as_str(), v.as_str());
-        }
-        let request = request
-            .body(Full::new(Bytes::from(payload)))
-            .map_err(|e| io_err("building a request to", &e))?;
+        let request =
+            build_request(endpoint, &ex).map_err(|e| io_err("building a request to", &e))?;
         let response = sender.send_request(request).await.map_err(|e| {
             if e.is_parse() && !endpoint.https {
                 // A TLS server answers plain HTTP with a TLS alert.
@@ -184,53 +171,7 @@ pub(crate) async fn exchange(
                 io_err("sending a request to", &e)
             }
         })?;
-        let status = response.status().as_u16();
-        let session_id = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let www_authenticate = response
-            .headers()
-            .get_all(http::header::WWW_AUTHENTICATE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .map(str::to_owned)
-            .collect();
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
-        let incoming = response.into_body();
-        let mut retry = None;
-        let mut last_event_id = None;
-        let (answer, text) = if is_sse {
-            let (answer, r, last) = read_sse(incoming, ex.id, on_message).await;
-            retry = r;
-            last_event_id = last;
-            (answer, String::new())
-        } else {
-            let bytes = read_body(incoming, ex.rpc_method, endpoint).await?;
-            let mut messages = envelope::messages(&bytes).into_iter();
-            let answer = match (messages.next(), messages.next()) {
-                (Some(Message::Response(r)), None) => Some(Answer::Response(r)),
-                (Some(Message::ErrorWithoutId(e)), None) => Some(Answer::Error(e)),
-                _ => None,
-            };
-            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
-            (answer, text)
-        };
-        Ok(Reply {
-            status,
-            session_id,
-            answer,
-            text,
-            retry,
-            www_authenticate,
-            sse: is_sse,
-            last_event_id,
-        })
+        read_reply(response, endpoint, &ex, on_message).await
     };
     // The connection is driven here, not in a task of its own, so that dropping this
     // future closes it.
@@ -242,6 +183,82 @@ pub(crate) async fn exchange(
         reply = work => reply,
         () = drive => unreachable!("drive never completes"),
     }
+}
+
+/// The HTTP request of one exchange: the endpoint's path and authority, the accepted
+/// media types, the JSON body if any, and the exchange's headers.
+fn build_request(
+    endpoint: &Endpoint,
+    ex: &Exchange<'_>,
+) -> Result<Request<Full<Bytes>>, http::Error> {
+    let payload = ex.body.map_or_else(Vec::new, <[u8]>::to_vec);
+    let mut request = Request::builder()
+        .method(ex.method.clone())
+        .uri(endpoint.path.as_str())
+        .header(HOST, endpoint.authority.as_str())
+        .header(ACCEPT, "application/json, text/event-stream");
+    if ex.body.is_some() {
+        request = request.header(CONTENT_TYPE, "application/json");
+    }
+    for (k, v) in ex.headers {
+        request = request.header(k.as_str(), v.as_str());
+    }
+    request.body(Full::new(Bytes::from(payload)))
+}
+
+/// What came back: the status and the headers the client acts on, then the answer, read
+/// from an SSE stream (every other message to `on_message`) or a JSON body.
+async fn read_reply(
+    response: http::Response<Incoming>,
+    endpoint: &Endpoint,
+    ex: &Exchange<'_>,
+    on_message: &mut (dyn FnMut(Message) + Send),
+) -> Result<Reply, ClientError> {
+    let status = response.status().as_u16();
+    let headers = response.headers();
+    let session_id = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let www_authenticate = headers
+        .get_all(http::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .collect();
+    let is_sse = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+    let incoming = response.into_body();
+    let mut retry = None;
+    let mut last_event_id = None;
+    let (answer, text) = if is_sse {
+        let (answer, r, last) = read_sse(incoming, ex.id, on_message).await;
+        retry = r;
+        last_event_id = last;
+        (answer, String::new())
+    } else {
+        let bytes = read_body(incoming, ex.rpc_method, endpoint).await?;
+        let mut messages = envelope::messages(&bytes).into_iter();
+        let answer = match (messages.next(), messages.next()) {
+            (Some(Message::Response(r)), None) => Some(Answer::Response(r)),
+            (Some(Message::ErrorWithoutId(e)), None) => Some(Answer::Error(e)),
+            _ => None,
+        };
+        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(500)]).into_owned();
+        (answer, text)
+    };
+    Ok(Reply {
+        status,
+        session_id,
+        answer,
+        text,
+        retry,
+        www_authenticate,
+        sse: is_sse,
+        last_event_id,
+    })
 }
 
 async fn read_body(

@@ -311,45 +311,7 @@ impl OAuth {
         challenge_scope: Option<String>,
     ) -> Result<(), ClientError> {
         let prm = protected_resource_metadata(endpoint, resource_metadata.as_deref()).await?;
-        let resource = match prm
-            .as_ref()
-            .and_then(|p| p.get("resource"))
-            .and_then(Value::as_str)
-        {
-            Some(r) if resource_matches(r, endpoint) => r.to_owned(),
-            Some(r) => {
-                return Err(auth(format!(
-                    "the protected resource metadata names {r:?}, not {endpoint}"
-                )));
-            }
-            None => canonical_resource(endpoint).to_string(),
-        };
-        let mut issuer_name = String::new();
-        let meta = match &prm {
-            Some(p) => {
-                let issuer = p
-                    .get("authorization_servers")
-                    .and_then(Value::as_array)
-                    .and_then(|a| a.first())
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        auth("the protected resource metadata names no authorization server")
-                    })?;
-                issuer_name = issuer.to_owned();
-                let issuer = Url::parse(issuer).map_err(|e| auth(format!("{issuer}: {e}")))?;
-                server_metadata(&issuer)
-                    .await?
-                    .ok_or_else(|| auth(format!("no authorization server metadata for {issuer}")))?
-            }
-            None => legacy_metadata(endpoint).await?,
-        };
-        // The issuer identifier, which assertions are addressed to: the metadata's own
-        // (RFC 8414 §3.3 has it equal the one it was found by).
-        if let Some(i) = meta.get("issuer").and_then(Value::as_str) {
-            issuer_name = i.to_owned();
-        } else if issuer_name.is_empty() {
-            issuer_name = endpoint.origin().ascii_serialization();
-        }
+        let (resource, issuer_name, meta) = discover_server(endpoint, prm.as_ref()).await?;
         let scope = self
             .options
             .scope
@@ -529,6 +491,53 @@ fn auth_methods(meta: &Value) -> Vec<&str> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_else(|| vec!["client_secret_basic"])
+}
+
+/// The resource the token is for and the authorization server that issues it: the
+/// protected resource metadata (`prm`) when the endpoint has it (its `resource` must be the
+/// endpoint's, its first authorization server is asked for its metadata), else the
+/// 2025-03-26 fallback at the endpoint's origin. Returns the resource, the issuer
+/// identifier (the metadata's own, which assertions are addressed to) and the metadata.
+async fn discover_server(
+    endpoint: &Url,
+    prm: Option<&Value>,
+) -> Result<(String, String, Value), ClientError> {
+    let resource = match prm.and_then(|p| p.get("resource")).and_then(Value::as_str) {
+        Some(r) if resource_matches(r, endpoint) => r.to_owned(),
+        Some(r) => {
+            return Err(auth(format!(
+                "the protected resource metadata names {r:?}, not {endpoint}"
+            )));
+        }
+        None => canonical_resource(endpoint).to_string(),
+    };
+    let mut issuer_name = String::new();
+    let meta = match prm {
+        Some(p) => {
+            let issuer = p
+                .get("authorization_servers")
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    auth("the protected resource metadata names no authorization server")
+                })?;
+            issuer_name = issuer.to_owned();
+            let issuer = Url::parse(issuer).map_err(|e| auth(format!("{issuer}: {e}")))?;
+            server_metadata(&issuer)
+                .await?
+                .ok_or_else(|| auth(format!("no authorization server metadata for {issuer}")))?
+        }
+        None => legacy_metadata(endpoint).await?,
+    };
+    // The issuer identifier, which assertions are addressed to: the metadata's own
+    // (RFC 8414 §3.3 has it equal the one it was found by).
+    if let Some(i) = meta.get("issuer").and_then(Value::as_str) {
+        issuer_name = i.to_owned();
+    } else if issuer_name.is_empty() {
+        issuer_name = endpoint.origin().ascii_serialization();
+    }
+    Ok((resource, issuer_name, meta))
 }
 
 /// A URL-valued member of the authorization server metadata.
