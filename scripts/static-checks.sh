@@ -38,13 +38,15 @@ run_doc() {
 # each one's file list must hold its manifest, README and library root, and its manifest the
 # metadata crates.io shows.
 run_package() {
-  log "cargo package --workspace --exclude toolwright-fuzzing --no-verify --locked"
-  cargo package --workspace --exclude toolwright-fuzzing --no-verify --locked --quiet
+  # Not published: the fuzz bodies, and testkit (helpers of the unit tests, a
+  # dev-dependency that packaging strips).
+  log "cargo package --workspace --exclude toolwright-fuzzing --exclude toolwright-testkit --no-verify --locked"
+  cargo package --workspace --exclude toolwright-fuzzing --exclude toolwright-testkit --no-verify --locked --quiet
   local m name dir list
   for m in crates/*/Cargo.toml; do
     dir="${m%/Cargo.toml}"
     name="$(sed -n 's/^name = "\(.*\)"/\1/p' "$m" | head -1)"
-    [ "$name" = toolwright-fuzzing ] && continue
+    case "$name" in toolwright-fuzzing | toolwright-testkit) continue ;; esac
     if grep -q '^publish = false' "$m"; then
       echo "static-checks.sh: $name is publish = false" >&2; return 1
     fi
