@@ -228,9 +228,11 @@ mod tests {
 
     #[tokio::test]
     async fn connects_to_the_first_that_answers() {
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // Bound but not listening: the port stays this test's (a port given back could be
+        // taken by another test's listener meanwhile) and refuses every connection.
+        let closed = tokio::net::TcpSocket::new_v4().unwrap();
+        closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let dead = closed.local_addr().unwrap();
-        drop(closed);
         let live = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = live.local_addr().unwrap();
         let tcp = connect("localhost", &[dead, addr]).await.unwrap();

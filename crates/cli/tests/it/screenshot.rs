@@ -713,10 +713,11 @@ fn unreachable_and_hanging_pages_are_errors() {
     };
     let pages = Pages::start();
     let hanging = silent_server();
-    let closed = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    }; // nothing listens there any more
+    // Bound but never listening: the port stays this test's and refuses connections (a
+    // port given back could be another test's listener by the time the browser tries it).
+    let refusing = tokio::net::TcpSocket::new_v4().unwrap();
+    refusing.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let closed = refusing.local_addr().unwrap();
     let mut s = Shooter::start(&["--screenshot-timeout", "2"]);
     let started = Instant::now();
     let text = error_text(&s.shoot(json!({"url": format!("http://{hanging}/")})));
