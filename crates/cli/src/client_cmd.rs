@@ -223,7 +223,7 @@ pub(crate) async fn connect(target: &TargetArgs) -> Result<Client> {
 
 /// `toolwright list`.
 pub fn list(a: ListArgs) -> Result<ExitCode> {
-    crate::commands::init_logging();
+    crate::logging::init_logging();
     if !a.target.is_given() {
         bail!(
             "list needs a server: -- CMD ARGS... (stdio, last on the line) or --url \
@@ -360,7 +360,7 @@ fn first_sentence(desc: &str) -> String {
 
 /// `toolwright call TOOL … -- CMD ARGS...` or `--url URL`.
 pub fn call(a: &CallArgs, given: &Given) -> Result<ExitCode> {
-    crate::commands::init_logging();
+    crate::logging::init_logging();
     let remote = &a.remote;
     let trust = remote.trust.load()?;
     let rt = runtime()?;

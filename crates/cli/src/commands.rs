@@ -1,7 +1,7 @@
 //! What each subcommand does.
 
 use crate::args::{
-    CallArgs, Cli, Command, HttpArgs, ProtocolArgs, RunArgs, ServeArgs, ToolSetArgs, ToolsArgs,
+    Cli, Command, HttpArgs, ProtocolArgs, RunArgs, ServeArgs, ToolSetArgs, ToolsArgs,
 };
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Serve(a) => serve(a),
         Command::Tools(a) => tools(a),
-        Command::Call(a) => call(a),
+        Command::Call(a) => crate::call_cmd::call(a),
         Command::Lint(a) => crate::lint_cmd::run(a),
         Command::List(a) => crate::client_cmd::list(a),
         Command::Trust(a) => crate::trust_cmd::run(a),
@@ -33,79 +33,26 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Logging to stderr as text, at `TOOLWRIGHT_LOG`'s levels (warnings and errors by default).
-pub(crate) fn init_logging() {
-    init_logging_as(false);
-}
-
-/// Logging to stderr, as text or (`json`) one JSON object a line, each with the fields of
-/// the span it was written in (the trace and span ids of the request being handled).
-fn init_logging_as(json: bool) {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-    let default = if json {
-        tracing::Level::INFO
-    } else {
-        tracing::Level::WARN
-    };
-    let filter = log_filter(std::env::var("TOOLWRIGHT_LOG").ok().as_deref(), default);
-    // Colour only for a person at a terminal: a file, a pipe or a client's log gets plain
-    // text, and NO_COLOR (https://no-color.org) turns it off there too.
-    let colour = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(colour)
-        .with_writer(std::io::stderr);
-    let _ = if json {
-        builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .finish()
-            .with(filter)
-            .try_init()
-    } else {
-        builder.finish().with(filter).try_init()
-    };
-}
-
-/// `TOOLWRIGHT_LOG` as `tracing-subscriber`'s target filter: a level (`debug`), targets
-/// with levels (`toolwright_server=debug,h2=info`), or both (`warn,toolwright_http=trace`).
-/// Without it, `default`. A spec that does not parse is said on stderr and `default` used.
-fn log_filter(spec: Option<&str>, default: tracing::Level) -> tracing_subscriber::filter::Targets {
-    let fallback = tracing_subscriber::filter::Targets::new().with_default(default);
-    match spec.map(str::trim).filter(|s| !s.is_empty()) {
-        None => fallback,
-        Some(spec) => spec.parse().unwrap_or_else(|e| {
-            eprintln!(
-                "toolwright: TOOLWRIGHT_LOG={spec:?} is not understood ({e}): expected a level or target=level pairs, such as debug or toolwright_server=debug,info; logging at {default}"
-            );
-            fallback
-        }),
-    }
-}
-
 /// A server and the declared tools it serves.
-struct Built {
-    server: Server,
+pub(crate) struct Built {
+    pub(crate) server: Server,
     /// The tool files loaded.
-    files: Vec<std::path::PathBuf>,
+    pub(crate) files: Vec<std::path::PathBuf>,
     /// The names of the declared tools.
-    declared: Vec<String>,
+    pub(crate) declared: Vec<String>,
     /// The gateway, when the files name upstream servers.
-    gateway: Option<std::sync::Arc<toolwright_gateway::Gateway>>,
+    pub(crate) gateway: Option<std::sync::Arc<toolwright_gateway::Gateway>>,
 }
 
 /// What a server is built from: which tools, how they run, what the protocol allows.
-struct Settings<'a> {
-    tools: &'a ToolSetArgs,
-    run: &'a RunArgs,
-    protocol: &'a ProtocolArgs,
+pub(crate) struct Settings<'a> {
+    pub(crate) tools: &'a ToolSetArgs,
+    pub(crate) run: &'a RunArgs,
+    pub(crate) protocol: &'a ProtocolArgs,
     /// Where requests are observed (`serve --http` unless `--no-metrics`).
-    telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
+    pub(crate) telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
     /// Served over HTTP on an address other than loopback.
-    exposed: bool,
+    pub(crate) exposed: bool,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -170,7 +117,7 @@ pub fn load_gateway(files: &[std::path::PathBuf]) -> Result<toolwright_toolfile:
     Ok(config)
 }
 
-fn build(settings: &Settings<'_>) -> Result<Built> {
+pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
     let Settings {
         tools: set,
         run: a,
@@ -323,7 +270,7 @@ fn once_each(sets: &[Set]) -> Result<&[Set]> {
     Ok(sets)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     runtime_with(2)
 }
 
@@ -337,7 +284,7 @@ fn runtime_with(workers: usize) -> Result<tokio::runtime::Runtime> {
 
 fn serve(a: ServeArgs) -> Result<ExitCode> {
     let json_logs = a.log_format == "json";
-    init_logging_as(json_logs);
+    crate::logging::init_logging_as(json_logs);
     let metrics = a.http.addr.is_some() && !a.http.no_metrics;
     // OTLP export of spans, when the OTEL_* environment asks for it; it sends what is
     // queued when this function returns (stdio's end of input, --http's SIGTERM or ctrl-c).
@@ -566,7 +513,7 @@ fn session_store(
     Ok(Some(std::sync::Arc::new(store)))
 }
 
-fn definitions(server: &Server) -> Vec<ToolDefinition> {
+pub(crate) fn definitions(server: &Server) -> Vec<ToolDefinition> {
     server
         .tools()
         .entries()
@@ -610,105 +557,4 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         "\nHINTS: R read-only / w writes, D destructive, I idempotent, O open world"
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Closes a gateway's upstreams when dropped.
-struct CloseOnDrop(Option<Arc<toolwright_gateway::Gateway>>);
-
-impl Drop for CloseOnDrop {
-    fn drop(&mut self) {
-        if let Some(g) = &self.0 {
-            g.shutdown();
-        }
-    }
-}
-
-fn call(a: CallArgs) -> Result<ExitCode> {
-    let given = crate::call_args::Given::parse(a.args_json.as_deref(), &a.pairs)?;
-    if a.remote.target.is_given() {
-        return crate::client_cmd::call(&a, &given);
-    }
-    init_logging();
-    let built = build(&Settings {
-        tools: &a.tools,
-        run: &a.run,
-        protocol: &crate::args::defaults(),
-        telemetry: None,
-        exposed: false,
-    })?;
-    // The gateway runs the upstreams' connections: it lives until the call is answered,
-    // and closes its upstreams however this returns.
-    let _upstreams = CloseOnDrop(built.gateway);
-    let server = built.server;
-    let tools = server.tools();
-    let Some(entry) = tools.get(&a.tool) else {
-        let names: Vec<String> = definitions(&server).into_iter().map(|d| d.name).collect();
-        bail!(
-            "unknown tool {:?}; the tools are: {}",
-            a.tool,
-            names.join(", ")
-        );
-    };
-    let args = given.arguments(&entry.definition.input_schema)?;
-    let hint = match entry.input.is_valid(&args) {
-        true => None,
-        false => given.hint(&args),
-    };
-    let rt = runtime()?;
-    let request = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": a.tool, "arguments": args,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": ProtocolVersion::LATEST.as_str(),
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }
-        }
-    });
-    let reply = rt
-        .block_on(toolwright_server::dispatch::call_in_process(
-            &server, &request,
-        ))
-        .map_err(|e| anyhow::anyhow!(e.message));
-    toolwright_tools::screenshot::close_browsers();
-    let reply = reply?;
-    report_reply(&a.tool, &reply, hint.as_deref())
-}
-
-/// A `tools/call` reply as `call` shows it: the result on stdout (exit 0, or 1 when it is
-/// `isError`), or an error reply's message on stderr (exit 1: a result that breaks the
-/// tool's outputSchema comes back as one, and is the tool failing as much as `isError` is);
-/// then the hint about the arguments, if any.
-fn report_reply(tool: &str, reply: &[u8], hint: Option<&str>) -> Result<ExitCode> {
-    let v: Value = serde_json::from_slice(reply).context("reading the reply")?;
-    let mut err = std::io::stderr().lock();
-    if let Some(e) = v.get("error") {
-        writeln!(
-            err,
-            "toolwright: {}: {}",
-            tool,
-            e["message"].as_str().unwrap_or("error")
-        )?;
-        if let Some(h) = hint {
-            writeln!(err, "toolwright: {h}")?;
-        }
-        return Ok(ExitCode::from(1));
-    }
-    let result = &v["result"];
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, result)?;
-    writeln!(out)?;
-    out.flush()?;
-    if let Some(h) = hint {
-        writeln!(err, "toolwright: {h}")?;
-    }
-    let failed = result
-        .get("isError")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }

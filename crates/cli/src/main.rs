@@ -8,9 +8,11 @@
 mod args;
 mod auth_cmd;
 mod call_args;
+mod call_cmd;
 mod client_cmd;
 mod commands;
 mod lint_cmd;
+mod logging;
 mod trust_cmd;
 
 use std::process::ExitCode;
