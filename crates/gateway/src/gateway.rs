@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
-use toolwright_client::BoxFuture;
+use toolwright_client::{BoxFuture, Peer};
 use toolwright_jsonrpc::ErrorObject;
 use toolwright_server::{Server, Tool};
 use toolwright_toolfile::config::GatewayConfig;
@@ -457,14 +457,7 @@ impl Gateway {
         if fresh {
             return Ok(()); // a new connection is listed as it comes up (Events::connected)
         }
-        let defs =
-            peer.list_all("tools/list", "tools")
-                .await
-                .map_err(|e| GatewayError::Request {
-                    server: up.name().to_owned(),
-                    method: "tools/list".into(),
-                    reason: e.to_string(),
-                })?;
+        let defs = list_over(up, &peer).await?;
         up.healthy();
         self.lint(up.name(), &defs);
         self.state.lock().listed.insert(up.name().to_owned(), defs);
@@ -675,7 +668,11 @@ impl Gateway {
 
 /// One upstream's tools, as received (for [`Gateway::list_each`]).
 async fn list_tools(up: &Arc<Upstream>) -> Result<Vec<Value>, GatewayError> {
-    let peer = up.peer().await?;
+    list_over(up, &up.peer().await?).await
+}
+
+/// `tools/list` over `peer`, every page, a failure named by the upstream's name.
+async fn list_over(up: &Upstream, peer: &Peer) -> Result<Vec<Value>, GatewayError> {
     peer.list_all("tools/list", "tools")
         .await
         .map_err(|e| GatewayError::Request {

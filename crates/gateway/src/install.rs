@@ -27,12 +27,19 @@ pub(crate) struct Prepared {
     pub(crate) upstream_name: String,
     /// What clients see.
     pub(crate) definition: ToolDefinition,
+    /// Injected into every call.
     pub(crate) fixed: serde_json::Map<String, Value>,
+    /// The upstream's own `inputSchema`.
     pub(crate) input: Option<Arc<Validator>>,
+    /// The upstream's own `outputSchema`.
     pub(crate) output: Option<Arc<Validator>>,
+    /// How the upstream's own schemas are held to (checked, or only reported).
     pub(crate) contracts: ContractMode,
+    /// Allowed, to confirm, or refused (and why).
     pub(crate) standing: Standing,
+    /// The server's call timeout, if its spec sets one.
     pub(crate) timeout: Option<Duration>,
+    /// The upstream's `x-mcp-header` arguments, for a modern HTTP upstream.
     pub(crate) param_headers: Option<ParamHeaders>,
 }
 
@@ -41,15 +48,7 @@ impl Prepared {
     pub(crate) fn attach(self, upstream: Arc<Upstream>) -> UpstreamTool {
         UpstreamTool {
             upstream,
-            upstream_name: self.upstream_name,
-            definition: self.definition,
-            fixed: self.fixed,
-            input: self.input,
-            output: self.output,
-            contracts: self.contracts,
-            standing: self.standing,
-            timeout: self.timeout,
-            param_headers: self.param_headers,
+            tool: self,
         }
     }
 }

@@ -16,16 +16,16 @@
 //! `input_required`; the client's retry runs the upstream call again, which asks again
 //! and this time gets the answer at once.
 
+use crate::install::Prepared;
 use crate::upstream::{Offered, Upstream};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, ProgressFn};
 use toolwright_jsonrpc::ErrorObject;
-use toolwright_protocol::{CallToolResult, LoggingLevel, ParamHeaders};
-use toolwright_schema::{Validator, format_violations};
+use toolwright_protocol::{CallToolResult, LoggingLevel};
+use toolwright_schema::format_violations;
 use toolwright_server::{
     ClientRequestError, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
@@ -45,44 +45,31 @@ pub enum Standing {
     Refused(String),
 }
 
-/// An upstream tool served by the gateway.
+/// An upstream tool served by the gateway: a prepared tool attached to its server.
 pub struct UpstreamTool {
     pub(crate) upstream: Arc<Upstream>,
-    /// Its name upstream.
-    pub(crate) upstream_name: String,
-    /// What clients see.
-    pub(crate) definition: ToolDefinition,
-    /// Injected into every call.
-    pub(crate) fixed: Map<String, Value>,
-    /// The upstream's own `inputSchema`.
-    pub(crate) input: Option<Arc<Validator>>,
-    /// The upstream's own `outputSchema`.
-    pub(crate) output: Option<Arc<Validator>>,
-    pub(crate) contracts: ContractMode,
-    pub(crate) standing: Standing,
-    pub(crate) timeout: Option<Duration>,
-    /// The upstream's `x-mcp-header` arguments, for a modern HTTP upstream.
-    pub(crate) param_headers: Option<ParamHeaders>,
+    /// The definition clients see, its schemas compiled, its standing and settings.
+    pub(crate) tool: Prepared,
 }
 
 impl std::fmt::Debug for UpstreamTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamTool")
             .field("server", &self.upstream.name())
-            .field("upstream_name", &self.upstream_name)
-            .field("name", &self.definition.name)
-            .field("standing", &self.standing)
+            .field("upstream_name", &self.tool.upstream_name)
+            .field("name", &self.tool.definition.name)
+            .field("standing", &self.tool.standing)
             .finish_non_exhaustive()
     }
 }
 
 impl Tool for UpstreamTool {
     fn definition(&self) -> ToolDefinition {
-        self.definition.clone()
+        self.tool.definition.clone()
     }
 
     fn listed(&self) -> bool {
-        !matches!(self.standing, Standing::Refused(_))
+        !matches!(self.tool.standing, Standing::Refused(_))
     }
 
     fn checks_own_output(&self) -> bool {
@@ -105,28 +92,28 @@ impl UpstreamTool {
     }
 
     async fn run(&self, args: Value, ctx: ToolContext) -> Result<CallToolResult, ToolError> {
-        if let Standing::Refused(why) = &self.standing {
+        if let Standing::Refused(why) = &self.tool.standing {
             return failed(why.clone());
         }
         let mut args = match args {
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        for (k, v) in &self.fixed {
+        for (k, v) in &self.tool.fixed {
             args.insert(k.clone(), v.clone());
         }
         let args = Value::Object(args);
-        if let Some(v) = &self.input
+        if let Some(v) = &self.tool.input
             && let Err(violations) = v.validate(&args)
         {
             return failed(format!(
                 "the arguments do not match the inputSchema of {} on upstream {}, so the call was not forwarded:\n{}",
-                self.upstream_name,
+                self.tool.upstream_name,
                 self.server(),
                 format_violations(&violations)
             ));
         }
-        if self.standing == Standing::Confirm
+        if self.tool.standing == Standing::Confirm
             && let Some(refusal) = self.confirm(&args, &ctx).await?
         {
             return Ok(refusal);
@@ -143,8 +130,8 @@ impl UpstreamTool {
     ) -> Result<Option<CallToolResult>, ToolError> {
         let params = crate::policy::confirmation_request(
             self.server(),
-            &self.definition.name,
-            &self.upstream_name,
+            &self.tool.definition.name,
+            &self.tool.upstream_name,
             args,
         );
         match ctx.request_client("elicitation/create", params).await {
@@ -155,19 +142,19 @@ impl UpstreamTool {
                 }
                 Ok(Some(CallToolResult::error(format!(
                     "the call to {} on upstream {} was not forwarded: {answer}",
-                    self.upstream_name,
+                    self.tool.upstream_name,
                     self.server()
                 ))))
             }
             Err(ClientRequestError::InputRequired) => Err(ToolError::InputRequired),
             Err(ClientRequestError::NotSupported(_)) => Ok(Some(CallToolResult::error(format!(
                 "calling {} on upstream {} needs the user's confirmation, and this client cannot ask for it (it did not declare the elicitation capability)",
-                self.upstream_name,
+                self.tool.upstream_name,
                 self.server()
             )))),
             Err(e) => Ok(Some(CallToolResult::error(format!(
                 "the confirmation for {} on upstream {} failed: {e}",
-                self.upstream_name,
+                self.tool.upstream_name,
                 self.server()
             )))),
         }
@@ -180,7 +167,7 @@ impl UpstreamTool {
             Err(e) => return Err(ToolError::Failed(e.to_string())),
         };
         // Connecting lists the server again; what it lists now may refuse this tool.
-        if let Some(why) = self.upstream.refusal(&self.upstream_name) {
+        if let Some(why) = self.upstream.refusal(&self.tool.upstream_name) {
             return Err(ToolError::Failed(why));
         }
         // Cancelled when the client cancels, and when this future is dropped.
@@ -194,7 +181,7 @@ impl UpstreamTool {
         });
         let progress = progress_relay(ctx);
         let headers = self.headers(&args, peer.era())?;
-        let mut params = json!({"name": self.upstream_name, "arguments": args});
+        let mut params = json!({"name": self.tool.upstream_name, "arguments": args});
         let watcher = crate::observe::Watcher::call(ctx, &self.upstream);
         for _round in 0..MAX_ROUNDS {
             // Each request upstream is a CLIENT span under the call's span, and the upstream's
@@ -203,9 +190,9 @@ impl UpstreamTool {
             let call = Call {
                 method: "tools/call".into(),
                 params: params.clone(),
-                name: Some(self.upstream_name.clone()),
+                name: Some(self.tool.upstream_name.clone()),
                 headers: headers.clone(),
-                timeout: self.timeout,
+                timeout: self.tool.timeout,
                 progress: progress.clone(),
                 cancel: Some(cancel.clone()),
                 on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
@@ -246,11 +233,11 @@ impl UpstreamTool {
     /// The headers of the call: a modern HTTP upstream wants its `x-mcp-header` arguments
     /// mirrored in them.
     fn headers(&self, args: &Value, era: Era) -> Result<Vec<(String, String)>, ToolError> {
-        match (&self.param_headers, era) {
+        match (&self.tool.param_headers, era) {
             (Some(p), Era::Modern) => p.headers(args).map_err(|e| {
                 ToolError::Failed(format!(
                     "the call to {} on upstream {} cannot carry its arguments in headers: {e}",
-                    self.upstream_name,
+                    self.tool.upstream_name,
                     self.server()
                 ))
             }),
@@ -263,11 +250,11 @@ impl UpstreamTool {
             ClientError::Rpc { code, message, .. } => format!(
                 "upstream {} refused the call to {}: {message} ({code})",
                 self.server(),
-                self.upstream_name
+                self.tool.upstream_name
             ),
             other => format!(
                 "the call to {} on upstream {} failed: {other}",
-                self.upstream_name,
+                self.tool.upstream_name,
                 self.server()
             ),
         }
@@ -275,7 +262,7 @@ impl UpstreamTool {
 
     /// `structuredContent` against the upstream's `outputSchema`.
     fn check_output(&self, result: CallToolResult, ctx: &ToolContext) -> CallToolResult {
-        let Some(validator) = &self.output else {
+        let Some(validator) = &self.tool.output else {
             return result;
         };
         if result.is_error() {
@@ -288,16 +275,16 @@ impl UpstreamTool {
                 Ok(()) => return result,
                 Err(v) => format!(
                     "returned structuredContent that violates the outputSchema of {}:\n{}",
-                    self.upstream_name,
+                    self.tool.upstream_name,
                     format_violations(&v)
                 ),
             },
         };
         let text = format!("upstream {} {problem}", self.server());
-        match self.contracts {
+        match self.tool.contracts {
             ContractMode::Enforce => CallToolResult::error(text),
             ContractMode::Warn => {
-                tracing::warn!(server = %self.server(), tool = %self.upstream_name, "{text}");
+                tracing::warn!(server = %self.server(), tool = %self.tool.upstream_name, "{text}");
                 ctx.log(
                     LoggingLevel::Warning,
                     Some("toolwright.gateway"),
