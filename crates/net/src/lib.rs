@@ -18,7 +18,8 @@
 //!   they checked, never resolving again, so DNS rebinding cannot change the answer.
 //! - [`tls`]: the rustls client configuration (ring, the webpki roots, extra PEM CA files,
 //!   ALPN) and the handshake.
-//! - [`http`]: [`Connector`] (policy, then TLS) and the [`pooled`] hyper-util client.
+//! - [`http`]: [`Connector`] (policy, then TLS), the [`pooled`] hyper-util client, and
+//!   [`Pool`], that client with one retry for a kept connection closed under a request.
 //! - [`programs`]: a program looked up on a `PATH` value ([`on_path`]).
 //! - [`error`]: the one error type, [`Error`] (with [`CaProblem`]).
 
@@ -32,7 +33,7 @@ pub mod tls;
 
 pub use addr::{AddrClass, Classified, classify};
 pub use error::{CaProblem, Error};
-pub use http::{Conn, Connector, pooled};
+pub use http::{Conn, Connector, Pool, closed_before_answer, pooled};
 pub use policy::{AddressPolicy, is_localhost};
 pub use programs::on_path;
 pub use resolve::{Resolution, Resolve, SystemResolver, resolve_checked};

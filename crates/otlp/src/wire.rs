@@ -40,7 +40,7 @@ use opentelemetry_sdk::trace::SpanData;
 use prost::Message;
 use std::sync::Arc;
 use std::time::Duration;
-use toolwright_net::{AddressPolicy, Conn, Connector, tls};
+use toolwright_net::{AddressPolicy, Conn, Connector, closed_before_answer, tls};
 
 /// The gRPC method every export calls.
 const EXPORT: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
@@ -373,8 +373,9 @@ impl OtlpExporter {
         let response = match sender.send(self.request(body.clone())).await {
             Ok(response) => response,
             // A kept connection that the collector closed while it sat idle, before this
-            // request got through: once more, on a new one.
-            Err(e) if kept && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) => {
+            // request got through: once more, on a new one (net's rule, which the MCP
+            // client's pool follows too).
+            Err(e) if kept && closed_before_answer(&e) => {
                 sender = self.connect().await?;
                 sender
                     .send(self.request(body))
