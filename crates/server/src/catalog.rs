@@ -3,14 +3,21 @@
 //!
 //! These are not on the hot path of tool calls, so the registries are plain `RwLock`ed
 //! vectors, kept sorted for a stable order.
+//!
+//! A part of the catalog that something else keeps (a gateway's upstream items) is swapped
+//! in one step with [`Server::replace_catalog`], which tells clients once per list that
+//! changed. A [`CatalogSource`] fills the catalog on demand: it is asked to prepare before a
+//! client's catalog request is answered, and the capabilities it may offer are announced at
+//! `initialize` even while nothing is listed yet.
 
 use crate::context::ToolContext;
-use crate::error::ToolError;
+use crate::error::{RegisterError, ToolError};
+use crate::server::{Event, Server};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use toolwright_protocol::ResourceContents;
 use toolwright_protocol::resources::{GetPromptResult, Prompt, Resource, ResourceTemplate};
 
@@ -137,15 +144,70 @@ pub struct Catalog {
     pub(crate) resources: RwLock<Vec<(Resource, Arc<dyn ResourceHandler>)>>,
     pub(crate) templates: RwLock<Vec<Arc<TemplateEntry>>>,
     pub(crate) prompts: RwLock<Vec<(Prompt, Arc<dyn PromptHandler>)>>,
+    /// What fills the catalog on demand, and what it may offer.
+    source: OnceLock<Source>,
+}
+
+/// Fills a server's catalog on demand (a gateway whose upstreams start on first use).
+pub trait CatalogSource: Send + Sync + 'static {
+    /// Called on the thread that answers a client's resources, prompts or completion
+    /// request, before it is answered: returns once what should be listed by then is. It
+    /// may block (bounded), the first time; afterwards it should return at once.
+    fn prepare(&self);
+}
+
+struct Source {
+    handler: Arc<dyn CatalogSource>,
+    resources: bool,
+    prompts: bool,
+}
+
+/// Items swapped into the catalog in one step ([`Server::replace_catalog`]).
+#[derive(Default)]
+pub struct CatalogItems {
+    /// Fixed-URI resources.
+    pub resources: Vec<Arc<dyn ResourceHandler>>,
+    /// Resource templates.
+    pub templates: Vec<Arc<dyn TemplateHandler>>,
+    /// Prompts.
+    pub prompts: Vec<Arc<dyn PromptHandler>>,
+}
+
+/// What names catalog items: resource URIs, URI templates and prompt names.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CatalogKeys {
+    /// Resource URIs.
+    pub resources: Vec<String>,
+    /// URI templates.
+    pub templates: Vec<String>,
+    /// Prompt names.
+    pub prompts: Vec<String>,
+}
+
+/// What [`Server::replace_catalog`] did.
+#[derive(Debug, Default)]
+pub struct Replaced {
+    /// The keys of the items added (what to remove next time).
+    pub registered: CatalogKeys,
+    /// The items refused, and why (a key taken by an item that stays, a bad template).
+    pub refused: Vec<RegisterError>,
 }
 
 impl Catalog {
+    /// Asks the source, if there is one, to fill the catalog before a client reads it.
+    pub(crate) fn prepare(&self) {
+        if let Some(s) = self.source.get() {
+            s.handler.prepare();
+        }
+    }
+
     pub(crate) fn has_resources(&self) -> bool {
-        !self
-            .resources
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
+        self.source.get().is_some_and(|s| s.resources)
+            || !self
+                .resources
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
             || !self
                 .templates
                 .read()
@@ -154,11 +216,12 @@ impl Catalog {
     }
 
     pub(crate) fn has_prompts(&self) -> bool {
-        !self
-            .prompts
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
+        self.source.get().is_some_and(|s| s.prompts)
+            || !self
+                .prompts
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
     }
 
     pub(crate) fn resource(&self, uri: &str) -> Option<Arc<dyn ResourceHandler>> {
@@ -190,9 +253,183 @@ impl Catalog {
     }
 }
 
+impl Server {
+    /// Sets what fills the catalog on demand ([`CatalogSource`]) and the capabilities it
+    /// may offer, announced from now on even while it has listed nothing. Once: false when
+    /// a source was set already.
+    pub fn set_catalog_source(
+        &self,
+        source: Arc<dyn CatalogSource>,
+        resources: bool,
+        prompts: bool,
+    ) -> bool {
+        let source = Source {
+            handler: source,
+            resources,
+            prompts,
+        };
+        self.inner.catalog.source.set(source).is_ok()
+    }
+
+    /// Swaps a part of the catalog in one step: the items named in `remove` go, `add`
+    /// come. An added item whose key another item keeps (or a template that does not
+    /// parse) is refused alone; the rest is swapped in. Clients are told once for each
+    /// list whose definitions changed (resources and templates, prompts), and not at all
+    /// when none did.
+    pub fn replace_catalog(&self, remove: &CatalogKeys, add: CatalogItems) -> Replaced {
+        let c = &self.inner.catalog;
+        let before = c.listing();
+        let mut out = Replaced::default();
+        let resources = add
+            .resources
+            .into_iter()
+            .map(|h| (h.definition(), h))
+            .collect();
+        let (added, taken) = swap(&c.resources, &remove.resources, resources, |e| &e.0.uri);
+        out.registered.resources = added;
+        let duplicate = |uri| RegisterError::DuplicateResource { uri };
+        out.refused.extend(taken.into_iter().map(duplicate));
+        let mut templates = Vec::new();
+        for handler in add.templates {
+            let definition = handler.definition();
+            match UriTemplate::parse(&definition.uri_template) {
+                Some(matcher) => templates.push(Arc::new(TemplateEntry {
+                    definition,
+                    matcher,
+                    handler,
+                })),
+                None => out.refused.push(RegisterError::InvalidTemplate {
+                    template: definition.uri_template,
+                }),
+            }
+        }
+        let (added, taken) = swap(&c.templates, &remove.templates, templates, |t| {
+            &t.definition.uri_template
+        });
+        out.registered.templates = added;
+        out.refused.extend(taken.into_iter().map(duplicate));
+        let prompts = add
+            .prompts
+            .into_iter()
+            .map(|h| (h.definition(), h))
+            .collect();
+        let (added, taken) = swap(&c.prompts, &remove.prompts, prompts, |e| &e.0.name);
+        out.registered.prompts = added;
+        out.refused.extend(
+            taken
+                .into_iter()
+                .map(|name| RegisterError::Duplicate { name }),
+        );
+        let after = c.listing();
+        if before.0 != after.0 {
+            self.publish(Event::ResourcesChanged);
+        }
+        if before.1 != after.1 {
+            self.publish(Event::PromptsChanged);
+        }
+        out
+    }
+}
+
+impl Catalog {
+    /// What clients are shown, serialized: the resources with the templates, and the
+    /// prompts (to tell whether a swap changed either).
+    fn listing(&self) -> (String, String) {
+        let resources = self.resources.read().unwrap_or_else(|p| p.into_inner());
+        let templates = self.templates.read().unwrap_or_else(|p| p.into_inner());
+        let prompts = self.prompts.read().unwrap_or_else(|p| p.into_inner());
+        let r: Vec<&Resource> = resources.iter().map(|(r, _)| r).collect();
+        let t: Vec<&ResourceTemplate> = templates.iter().map(|t| &t.definition).collect();
+        let p: Vec<&Prompt> = prompts.iter().map(|(p, _)| p).collect();
+        let text = |v: serde_json::Result<String>| v.unwrap_or_default();
+        (
+            text(serde_json::to_string(&(r, t))),
+            text(serde_json::to_string(&p)),
+        )
+    }
+}
+
+/// Removes the entries of `list` whose key is in `remove` and adds those of `add` whose
+/// key is free, in key order: the keys added, and the keys refused (taken).
+fn swap<E>(
+    list: &RwLock<Vec<E>>,
+    remove: &[String],
+    add: Vec<E>,
+    key: fn(&E) -> &String,
+) -> (Vec<String>, Vec<String>) {
+    let mut list = list.write().unwrap_or_else(|p| p.into_inner());
+    list.retain(|e| !remove.contains(key(e)));
+    let (mut added, mut taken) = (Vec::new(), Vec::new());
+    for e in add {
+        let k = key(&e).clone();
+        if list.iter().any(|x| *key(x) == k) {
+            taken.push(k);
+        } else {
+            list.push(e);
+            added.push(k);
+        }
+    }
+    list.sort_by(|a, b| key(a).cmp(key(b)));
+    (added, taken)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::UriTemplate;
+    use super::{CatalogItems, CatalogKeys, ResourceHandler, UriTemplate};
+    use crate::{BoxFuture, Config, Server, ToolContext, ToolError};
+    use std::sync::Arc;
+    use toolwright_protocol::resources::Resource;
+    use toolwright_protocol::{Implementation, ResourceContents};
+
+    /// A resource that is only its definition.
+    struct Fixed(&'static str, &'static str);
+
+    impl ResourceHandler for Fixed {
+        fn definition(&self) -> Resource {
+            Resource::new(self.0, self.1)
+        }
+        fn read(&self, _: ToolContext) -> BoxFuture<'_, Result<Vec<ResourceContents>, ToolError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+    }
+
+    fn items(resources: &[(&'static str, &'static str)]) -> CatalogItems {
+        CatalogItems {
+            resources: resources
+                .iter()
+                .map(|&(u, n)| Arc::new(Fixed(u, n)) as Arc<dyn ResourceHandler>)
+                .collect(),
+            ..CatalogItems::default()
+        }
+    }
+
+    fn listed(server: &Server) -> Vec<String> {
+        let list = server.inner.catalog.resources.read().unwrap();
+        list.iter()
+            .map(|(r, _)| format!("{} {}", r.uri, r.name))
+            .collect()
+    }
+
+    #[test]
+    fn replace_catalog_swaps_its_part_and_keeps_the_rest() {
+        let server = Server::new(Implementation::new("t", "1"), Config::default());
+        server.register_resource(Fixed("own://a", "own")).unwrap();
+        let first = server.replace_catalog(&CatalogKeys::default(), items(&[("up://b", "b1")]));
+        assert_eq!(first.registered.resources, ["up://b"]);
+        assert!(first.refused.is_empty());
+        // The part swapped again: its old item goes, a key the rest keeps is refused alone.
+        let second = server.replace_catalog(
+            &first.registered,
+            items(&[("up://c", "c"), ("own://a", "taken"), ("up://b", "b2")]),
+        );
+        assert_eq!(second.registered.resources, ["up://c", "up://b"]);
+        assert_eq!(second.refused.len(), 1, "{:?}", second.refused);
+        assert!(second.refused[0].to_string().contains("own://a"));
+        assert_eq!(listed(&server), ["own://a own", "up://b b2", "up://c c"]);
+        // Removing the part leaves the rest.
+        server.replace_catalog(&second.registered, CatalogItems::default());
+        assert_eq!(listed(&server), ["own://a own"]);
+    }
 
     #[test]
     fn template_matching() {

@@ -308,9 +308,11 @@ impl Server {
         Ok(Handled::Reply(reply))
     }
 
-    /// True when the capability behind a resources/prompts/completion method is advertised.
+    /// True when the capability behind a resources/prompts/completion method is advertised;
+    /// the catalog's source (if any) fills it first.
     fn catalog_serves(&self, method: Method<'_>) -> bool {
         let c = &self.inner.catalog;
+        c.prepare();
         match method {
             Method::PromptsList | Method::PromptsGet => c.has_prompts(),
             Method::Complete => c.has_prompts() || c.has_resources(),
