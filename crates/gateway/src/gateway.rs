@@ -9,13 +9,17 @@
 //! the pins, given its effective annotations and standing), whose tools are swapped into
 //! the server in one step ([`Server::replace_tools`]), which tells clients once.
 //!
-//! What changes while the gateway runs is one `State` behind one lock; the upstreams
-//! themselves are fixed when the gateway is made.
+//! Their resources, resource templates and prompts are kept the same way (`catalog.rs`):
+//! listed as each connection comes up and when the upstream says a list changed, and
+//! swapped into the server in one step.
+//!
+//! What changes while the gateway runs is one `State` behind one lock. The upstreams are a
+//! list swapped whole when the config's `servers:` change (`reload.rs`); a call holds its
+//! upstream (through its tool), so a swap never reaches it.
 
 use crate::catalog;
 use crate::error::GatewayError;
 use crate::install::{installed_digest, pinned_definitions, shell_word};
-use crate::naming;
 use crate::pin::Pins;
 use crate::plan::{self, Inputs, Listing};
 use crate::upstream::{Events, Shared, Upstream};
@@ -27,12 +31,13 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 use toolwright_client::{BoxFuture, Peer};
 use toolwright_jsonrpc::ErrorObject;
+use toolwright_server::catalog::CatalogKeys;
 use toolwright_server::{Server, Tool};
 use toolwright_toolfile::config::GatewayConfig;
 use toolwright_toolfile::servers::StartSpec;
 
 /// How long the first listing of the start-up servers may hold up the first `tools/list`.
-const FIRST_LIST_WAIT: Duration = Duration::from_secs(20);
+pub(crate) const FIRST_LIST_WAIT: Duration = Duration::from_secs(20);
 /// How often the state file is looked at for `toolwright trust accept`.
 const PIN_POLL: Duration = Duration::from_millis(300);
 
@@ -54,33 +59,46 @@ pub struct Gateway {
     files: Vec<PathBuf>,
     /// Set by [`Gateway::register_all`]; listings that arrive before are installed then.
     server: OnceLock<Server>,
-    state_file: PathBuf,
-    separator: String,
-    /// In config order; fixed when the gateway is made.
-    upstreams: Vec<Arc<Upstream>>,
+    /// Set by [`Gateway::register_catalog`]: where upstream resources and prompts go.
+    pub(crate) catalog_target: OnceLock<Server>,
+    pub(crate) state_file: PathBuf,
+    pub(crate) separator: String,
+    /// In config order; swapped whole by a reload of `servers:`.
+    upstreams: Mutex<Arc<Vec<Arc<Upstream>>>>,
+    /// What a new upstream is made with (a reload's).
+    pub(crate) shared: Shared,
+    pub(crate) settings: Settings,
     pins: Pins,
     /// Everything that changes while the gateway runs, behind one lock.
-    state: Mutex<State>,
+    pub(crate) state: Mutex<State>,
 }
 
 /// What changes while the gateway runs. One lock: an install reads and writes most of it
 /// at once, and never waits on anything but the state file's lock while it holds it.
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     /// Names of built-in and declared tools: no upstream tool may take one.
-    reserved: BTreeSet<String>,
+    pub(crate) reserved: BTreeSet<String>,
     /// The upstream tools registered now, by exposed name.
-    registered: Vec<String>,
+    pub(crate) registered: Vec<String>,
     /// A digest of what is registered now (definitions and standing).
     installed: Option<u64>,
     /// The last listing of each server, as received (or as pinned, before it connects).
-    listed: BTreeMap<String, Vec<Value>>,
+    pub(crate) listed: BTreeMap<String, Vec<Value>>,
     /// What was reported already (tools that are not served, and why), so each is said once.
-    reported: BTreeSet<String>,
+    pub(crate) reported: BTreeSet<String>,
     /// A digest of each server's definitions whose lint findings were reported.
-    linted: BTreeMap<String, u64>,
+    pub(crate) linted: BTreeMap<String, u64>,
     /// Servers with an attempt to start them again scheduled, so there is one at a time.
-    retrying: BTreeSet<String>,
+    pub(crate) retrying: BTreeSet<String>,
+    /// The last catalog listing of each server (resources, templates, prompts).
+    pub(crate) offers: BTreeMap<String, catalog::Offer>,
+    /// Servers a client's catalog request started already (each is started once for it).
+    pub(crate) catalog_tried: BTreeSet<String>,
+    /// The upstream items in the server's catalog now.
+    pub(crate) catalog_registered: CatalogKeys,
+    /// True while a reload swaps the upstreams: installs wait for its end, then happen once.
+    pub(crate) reloading: bool,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -92,16 +110,26 @@ impl std::fmt::Debug for Gateway {
 }
 
 /// Forwards upstream events to the gateway without keeping it alive.
-struct Hub(Weak<Gateway>);
+pub(crate) struct Hub(pub(crate) Weak<Gateway>);
 
 impl Events for Hub {
     fn notification(&self, server: &str, method: &str, _params: &Value) {
         let Some(g) = self.0.upgrade() else { return };
-        if method == "notifications/tools/list_changed" {
-            let server = server.to_owned();
-            let gw = g.clone();
-            g.handle()
-                .spawn(async move { gw.refresh_named(&server).await });
+        let server = server.to_owned();
+        let gw = g.clone();
+        match method {
+            "notifications/tools/list_changed" => {
+                g.handle()
+                    .spawn(async move { gw.refresh_named(&server).await });
+            }
+            "notifications/resources/list_changed" | "notifications/prompts/list_changed" => {
+                g.handle().spawn(async move {
+                    if let Some(up) = gw.upstream(&server) {
+                        gw.refresh_catalog(&up).await;
+                    }
+                });
+            }
+            _ => {}
         }
     }
 
@@ -111,9 +139,12 @@ impl Events for Hub {
         // definition that changed meanwhile is quarantined before it can be called.
         let gw = self.0.upgrade();
         let server = server.to_owned();
+        // Its resources and prompts too, so a restart re-lists them.
         Box::pin(async move {
-            if let Some(gw) = gw {
-                gw.refresh_named(&server).await;
+            let Some(gw) = gw else { return };
+            if let Some(up) = gw.upstream(&server) {
+                gw.refresh(&up).await;
+                gw.refresh_catalog(&up).await;
             }
         })
     }
@@ -209,9 +240,12 @@ impl Gateway {
                 runtime: Some(runtime),
                 files,
                 server: OnceLock::new(),
+                catalog_target: OnceLock::new(),
                 state_file: config.state_file.clone(),
                 separator: config.separator.clone(),
-                upstreams,
+                upstreams: Mutex::new(Arc::new(upstreams)),
+                shared: shared.clone(),
+                settings: settings.clone(),
                 pins: Pins::new(config.state_file.clone()),
                 state: Mutex::new(State::default()),
             }
@@ -223,7 +257,7 @@ impl Gateway {
     }
 
     /// The gateway's runtime.
-    fn handle(&self) -> &tokio::runtime::Handle {
+    pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
         self.runtime
             .as_ref()
             .expect("the runtime is there until the gateway is dropped")
@@ -250,13 +284,43 @@ impl Gateway {
             .collect()
     }
 
-    fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
-        self.upstreams.iter().find(|u| u.name() == name).cloned()
+    pub(crate) fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        self.upstreams_now()
+            .iter()
+            .find(|u| u.name() == name)
+            .cloned()
+    }
+
+    /// The upstreams now, in config order.
+    pub(crate) fn upstreams_now(&self) -> Arc<Vec<Arc<Upstream>>> {
+        self.upstreams.lock().clone()
+    }
+
+    /// Swaps in the upstreams of a reload (under the state's lock, so an install sees
+    /// the upstreams and their listings of one moment).
+    pub(crate) fn set_upstreams(&self, _st: &mut State, next: Vec<Arc<Upstream>>) {
+        *self.upstreams.lock() = Arc::new(next);
+    }
+
+    /// The names upstream tools may not take, read again from the server (a reload of the
+    /// tool files may have changed the declared tools): every tool it has but ours.
+    pub(crate) fn reserve_current(&self, st: &mut State) {
+        let Some(server) = self.server.get() else {
+            return;
+        };
+        let ours: BTreeSet<&String> = st.registered.iter().collect();
+        st.reserved = server
+            .registered()
+            .entries()
+            .iter()
+            .map(|e| e.definition.name.clone())
+            .filter(|n| !ours.contains(n))
+            .collect();
     }
 
     /// The upstreams, in config order.
     pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
-        self.upstreams.clone()
+        self.upstreams_now().to_vec()
     }
 
     /// What keeps the gateway from being ready (for `/readyz`): each `eager` upstream
@@ -337,12 +401,12 @@ impl Gateway {
 
     /// Lists each lazy server whose tools are pinned from its pins (it is started by the
     /// first call that needs it); the others, not listed yet, are what to list now.
-    fn list_from_pins(&self, st: &mut State) -> Vec<Arc<Upstream>> {
+    pub(crate) fn list_from_pins(&self, st: &mut State) -> Vec<Arc<Upstream>> {
         let mut to_list = Vec::new();
         // Read once for every lazy server (an unreadable file pins nothing here; listing
         // reports it).
         let mut pins = None;
-        for up in &self.upstreams {
+        for up in self.upstreams_now().iter() {
             if st.listed.contains_key(up.name()) || up.current().is_some() {
                 continue;
             }
@@ -363,50 +427,12 @@ impl Gateway {
         to_list
     }
 
-    /// Registers the resources, resource templates and prompts of the `eager` servers in
-    /// `server`, waiting for them to start (at most 20 s). Call it before
+    /// Serves the upstreams' resources, resource templates and prompts in `server`: the
+    /// `eager` servers' now (waiting for them to start, at most 20 s), a lazy server's
+    /// once it is started (a client's first catalog request starts it). Call it before
     /// serving: the capabilities sent at `initialize` say whether there are any.
     pub fn register_catalog(self: &Arc<Self>, server: &Server) {
-        let eager: Vec<Arc<Upstream>> = self
-            .upstreams
-            .iter()
-            .filter(|u| u.spec().start == StartSpec::Eager)
-            .cloned()
-            .collect();
-        if eager.is_empty() {
-            return;
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let separator = self.separator.clone();
-        self.wait_off_runtime(
-            async move {
-                for up in eager {
-                    let prefix = up.prefix().to_owned();
-                    let sep = separator.clone();
-                    let name_of = move |n: &str| naming::exposed_name(&prefix, &sep, n);
-                    let offer = catalog::offer(&up, &name_of).await;
-                    let _ = tx.send((up.name().to_owned(), offer));
-                }
-                true
-            },
-            FIRST_LIST_WAIT,
-        );
-        for (name, offer) in rx.try_iter() {
-            let registered = offer
-                .resources
-                .into_iter()
-                .map(|r| server.register_resource(r))
-                .chain(
-                    offer
-                        .templates
-                        .into_iter()
-                        .map(|t| server.register_template(t)),
-                )
-                .chain(offer.prompts.into_iter().map(|p| server.register_prompt(p)));
-            for e in registered.filter_map(Result::err) {
-                tracing::warn!(server = %name, "upstream {name}: {e}");
-            }
-        }
+        catalog::register(self, server);
     }
 
     async fn refresh_named(self: &Arc<Self>, name: &str) {
@@ -417,7 +443,7 @@ impl Gateway {
 
     /// Lists one server's tools and swaps them into the server; on failure, logs and
     /// schedules another attempt after the backoff.
-    fn refresh(self: &Arc<Self>, up: &Arc<Upstream>) -> BoxFuture<'static, ()> {
+    pub(crate) fn refresh(self: &Arc<Self>, up: &Arc<Upstream>) -> BoxFuture<'static, ()> {
         let gw = self.clone();
         let up = up.clone();
         Box::pin(async move {
@@ -434,21 +460,29 @@ impl Gateway {
         })
     }
 
-    /// Lists `up` again after `wait`, unless it is up by then (its connection lists it) or
-    /// an attempt is scheduled already: one attempt per backoff, so each failure is said
-    /// once.
+    /// Lists `up` again after `wait`, unless it is up by then (its connection lists it),
+    /// an attempt is scheduled already (one attempt per backoff, so each failure is said
+    /// once), or it was removed from the config meanwhile (the wait does not keep it).
     fn retry_after(self: &Arc<Self>, up: Arc<Upstream>, wait: Duration) {
-        if !self.state.lock().retrying.insert(up.name().to_owned()) {
+        let name = up.name().to_owned();
+        if !self.state.lock().retrying.insert(name.clone()) {
             return;
         }
         let gw = self.clone();
+        let up = Arc::downgrade(&up);
         self.handle().spawn(async move {
             tokio::time::sleep(wait).await;
-            gw.state.lock().retrying.remove(up.name());
-            if up.current().is_none() {
+            gw.state.lock().retrying.remove(&name);
+            let Some(up) = up.upgrade() else { return };
+            if gw.is_current(&up) && up.current().is_none() {
                 gw.refresh(&up).await;
             }
         });
+    }
+
+    /// Whether `up` is one of the upstreams now (not one a reload replaced).
+    pub(crate) fn is_current(&self, up: &Arc<Upstream>) -> bool {
+        self.upstreams_now().iter().any(|u| Arc::ptr_eq(u, up))
     }
 
     async fn try_refresh(self: &Arc<Self>, up: &Arc<Upstream>) -> Result<(), GatewayError> {
@@ -498,14 +532,17 @@ impl Gateway {
     /// are only known to be free once every listing is merged): the install plan
     /// ([`plan::plan`]) against the state file, read and written once, then applied. Under
     /// the state's lock throughout, so two installs never interleave.
-    fn install_all(&self) {
+    pub(crate) fn install_all(&self) {
         let Some(target) = self.server.get() else {
             return; // register_all installs what was listed before
         };
         let flags = self.config_flags();
         let mut st = self.state.lock();
-        let listings: Vec<Listing<'_>> = self
-            .upstreams
+        if st.reloading {
+            return; // the reload installs once it is done
+        }
+        let upstreams = self.upstreams_now();
+        let listings: Vec<Listing<'_>> = upstreams
             .iter()
             .filter_map(|up| {
                 let tools = st.listed.get(up.name())?;
@@ -543,7 +580,7 @@ impl Gateway {
             st.reported.insert(text);
         }
         let mut refused = planned.refused;
-        for up in &self.upstreams {
+        for up in self.upstreams_now().iter() {
             if let Some(r) = refused.remove(up.name()) {
                 up.set_refused(r);
             }
@@ -650,7 +687,7 @@ impl Gateway {
     /// start-up, `toolwright lint`, shutdown) are synchronous by contract. It must not be
     /// called on the gateway's own worker, whose task it would wait for; none of its
     /// callers runs there.
-    fn wait_off_runtime(
+    pub(crate) fn wait_off_runtime(
         &self,
         fut: impl std::future::Future<Output = bool> + Send + 'static,
         limit: Duration,

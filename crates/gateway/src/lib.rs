@@ -11,7 +11,10 @@
 //! - [`chain`]: a gateway never starts itself (the chain of gateways above a process),
 //!   and the bound on upstream processes.
 //! - [`tool`]: [`UpstreamTool`], the call path (policy, contracts, era bridging).
-//! - [`catalog`]: upstream resources, templates and prompts.
+//! - [`catalog`]: upstream resources, templates and prompts, of lazy servers too, kept
+//!   current.
+//! - `reload.rs`: `servers:` hot reload, upstreams added, removed and replaced while the
+//!   gateway runs ([`Reloaded`]).
 //! - [`naming`]: an upstream's tool list to the tools exposed (filters, renames, prefixes,
 //!   overrides, fixed arguments), and every server's merged, collisions dropped.
 //! - [`policy`]: the annotations clients see, allow/confirm/deny, the confirmation form.
@@ -36,10 +39,12 @@ mod observe;
 pub mod pin;
 mod plan;
 pub mod policy;
+mod reload;
 pub mod tool;
 pub mod upstream;
 
 pub use error::{GatewayError, ToolProblem};
 pub use gateway::Gateway;
 pub use install::shell_word;
+pub use reload::Reloaded;
 pub use tool::UpstreamTool;
