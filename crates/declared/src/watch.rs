@@ -46,6 +46,22 @@ impl std::fmt::Debug for Watch {
 ///
 /// When the operating system refuses to watch a directory.
 pub fn watch(server: Server, files: Vec<PathBuf>, served: Vec<String>) -> notify::Result<Watch> {
+    watch_then(server, files, served, || {})
+}
+
+/// [`watch`], and `then` after each reload of the declared tools (whether they loaded or
+/// not), on the watcher's thread: what else the files configure (the gateway's `servers:`)
+/// is read again there, from the same settled edit.
+///
+/// # Errors
+///
+/// When the operating system refuses to watch a directory.
+pub fn watch_then(
+    server: Server,
+    files: Vec<PathBuf>,
+    served: Vec<String>,
+    mut then: impl FnMut() + Send + 'static,
+) -> notify::Result<Watch> {
     let (tx, rx) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |event| {
         let _ = tx.send(event);
@@ -63,7 +79,7 @@ pub fn watch(server: Server, files: Vec<PathBuf>, served: Vec<String>) -> notify
     }
     std::thread::Builder::new()
         .name("toolwright-watch".into())
-        .spawn(move || reload_loop(&server, &files, &names, served, &rx))
+        .spawn(move || reload_loop(&server, &files, &names, served, &rx, &mut then))
         .map_err(notify::Error::io)?;
     Ok(Watch { _watcher: watcher })
 }
@@ -106,6 +122,7 @@ fn reload_loop(
     names: &BTreeSet<PathBuf>,
     mut served: Vec<String>,
     rx: &mpsc::Receiver<notify::Result<notify::Event>>,
+    then: &mut dyn FnMut(),
 ) {
     while let Ok(event) = rx.recv() {
         if !touches(&event, names) {
@@ -142,5 +159,6 @@ fn reload_loop(
                 );
             }
         }
+        then();
     }
 }
