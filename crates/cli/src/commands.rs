@@ -315,9 +315,15 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     let _watch = if a.no_watch || built.files.is_empty() {
         None
     } else {
+        let servers = reload_servers(gateway.clone(), built.files.clone());
         Some(
-            toolwright_declared::watch::watch(server.clone(), built.files, built.declared)
-                .context("watching the tool files")?,
+            toolwright_declared::watch::watch_then(
+                server.clone(),
+                built.files,
+                built.declared,
+                servers,
+            )
+            .context("watching the tool files")?,
         )
     };
     if let Some(addr) = &a.http.addr {
@@ -361,6 +367,41 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     toolwright_tools::screenshot::close_browsers();
     served.context("serving stdio")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a settled edit of the files does after the declared tools are reloaded: the
+/// gateway's `servers:` are read again and applied (upstreams added, removed, replaced); a
+/// file that does not read, or an entry that cannot be used, keeps the running upstreams
+/// and logs why. Without a gateway, servers newly named wait for a restart.
+fn reload_servers(
+    gateway: Option<Arc<toolwright_gateway::Gateway>>,
+    files: Vec<std::path::PathBuf>,
+) -> impl FnMut() + Send + 'static {
+    move || {
+        let config = match read_gateway(&files) {
+            Ok(config) => config,
+            Err(e) => {
+                for p in e.problems() {
+                    tracing::error!("{p}");
+                }
+                tracing::error!("the servers were not reloaded; the running upstreams are kept");
+                return;
+            }
+        };
+        match &gateway {
+            Some(g) => {
+                if let Err(e) = g.reload(&config) {
+                    tracing::error!(
+                        "the servers were not reloaded: {e}; the running upstreams are kept"
+                    );
+                }
+            }
+            None if !config.servers.is_empty() => tracing::warn!(
+                "the files name servers now; they are served once toolwright serve is started again"
+            ),
+            None => {}
+        }
+    }
 }
 
 /// What `serve` on a terminal says on stderr: what it serves, how a client connects, how

@@ -21,6 +21,7 @@ mod first_use;
 mod gateway;
 mod gateway_config;
 mod gateway_first_use;
+mod gateway_live;
 mod hardening_process;
 mod hardening_surfaces;
 mod help_and_errors;
