@@ -6,7 +6,8 @@ Prompts: `greet` (argument `name`, required): "Hello, NAME." Resources: `peer://
 whose text is CATALOG_PEER_NOTE (default "a note"); the template `peer://item/{id}`: "item
 ID". The tool `grow` adds the prompt `extra` and the resource `peer://extra`, then sends
 `notifications/prompts/list_changed` and `notifications/resources/list_changed` before it
-answers. The tool `starts` returns how many times a server was started with this
+answers. The tool `quit` answers, then exits (a restart forgets what `grow` added). The
+tool `starts` returns how many times a server was started with this
 CATALOG_PEER_EVENTS file.
 
 Events ("started PID") are appended to CATALOG_PEER_EVENTS when it is set.
@@ -23,6 +24,7 @@ OBJECT = {"type": "object"}
 TOOLS = [
     {"name": "grow", "description": "Add a prompt and a resource, and say the lists changed.",
      "inputSchema": OBJECT},
+    {"name": "quit", "description": "Answer, then exit.", "inputSchema": OBJECT},
     {"name": "starts", "description": "Return how many times this server was started.",
      "inputSchema": OBJECT, "annotations": {"readOnlyHint": True}},
 ]
@@ -69,6 +71,8 @@ def call(params):
         send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
         send({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
         return text("grown")
+    if name == "quit":
+        return text("bye")
     if name == "starts":
         started = 0
         if EVENTS:
@@ -141,6 +145,8 @@ def main():
                   "error": {"code": code, "message": f"not found: {e}"}})
             continue
         send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        if method == "tools/call" and params.get("name") == "quit":
+            return
 
 
 if __name__ == "__main__":

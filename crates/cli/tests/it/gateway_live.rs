@@ -254,6 +254,30 @@ fn an_upstreams_list_changed_is_followed() {
     assert_eq!(resources, ["extra", "note"]);
 }
 
+/// A restarted upstream's catalog is listed again: what it offered before it exited and
+/// no longer offers is gone, and the client is told.
+#[test]
+fn a_restarted_upstreams_catalog_is_listed_again() {
+    let Some(peer) = catalog_peer() else { return };
+    let d = Dir::new();
+    let events = d.path("events.txt");
+    d.write(json!({"cat": entry(&peer, json!({"CATALOG_PEER_EVENTS": s(&events)}))}));
+    let mut g = d.serve(&["--no-watch"]);
+    call(&mut g, "cat__grow", json!({}));
+    assert!(g.notified("notifications/prompts/list_changed"));
+    let grown = names(&g.request("prompts/list", json!({})), "prompts");
+    assert_eq!(grown, ["cat__extra", "cat__greet"]);
+    assert_eq!(first_text(&call(&mut g, "cat__quit", json!({}))), "bye");
+    // Started again after its backoff, and listed as it comes up.
+    assert!(
+        eventually(|| starts(&events) == 2),
+        "the upstream is started again"
+    );
+    assert!(g.notified("notifications/prompts/list_changed"));
+    let now = names(&g.request("prompts/list", json!({})), "prompts");
+    assert_eq!(now, ["cat__greet"]);
+}
+
 /// The reference server-everything, lazy: its prompts and resources are listed through
 /// the gateway and one of each is read.
 #[test]
