@@ -254,6 +254,39 @@ fn an_upstreams_list_changed_is_followed() {
     assert_eq!(resources, ["extra", "note"]);
 }
 
+/// Over Streamable HTTP too, in both eras: the first `prompts/list` starts the lazy
+/// server and shows its prompts (the request waits for it where HTTP requests are served).
+#[test]
+fn a_lazy_servers_prompts_are_served_over_http() {
+    use crate::http_client::{
+        HttpServer, LEGACY, LegacySession, modern_headers, modern_request, request,
+    };
+    let Some(peer) = catalog_peer() else { return };
+    let d = Dir::new();
+    d.write(json!({"cat": entry(&peer, json!({}))}));
+    let config = s(&d.path("gw.json"));
+    let http = HttpServer::start(&["--no-watch", "--config", &config]);
+    let session = LegacySession::open(&http, LEGACY);
+    let listed = session.post(&http, &request(2, "prompts/list", json!({})));
+    let listed = listed.checked(false, "prompts/list");
+    assert_eq!(names(&listed, "prompts"), ["cat__greet"], "{listed}");
+    let got = session.post(
+        &http,
+        &request(
+            3,
+            "prompts/get",
+            json!({"name": "cat__greet", "arguments": {"name": "Bo"}}),
+        ),
+    );
+    assert_eq!(first_text(&got.checked(false, "prompts/get")), "Hello, Bo.");
+    let r = http.post(
+        &modern_headers("prompts/list", None),
+        &modern_request(4, "prompts/list", json!({})),
+    );
+    let v = r.checked(true, "prompts/list");
+    assert_eq!(names(&v, "prompts"), ["cat__greet"], "{v}");
+}
+
 /// A restarted upstream's catalog is listed again: what it offered before it exited and
 /// no longer offers is gone, and the client is told.
 #[test]
