@@ -58,13 +58,13 @@ pub struct Gateway {
     /// The config files, for the commands the gateway suggests (`toolwright trust …`).
     files: Vec<PathBuf>,
     /// Set by [`Gateway::register_all`]; listings that arrive before are installed then.
-    server: OnceLock<Server>,
+    pub(crate) server: OnceLock<Server>,
     /// Set by [`Gateway::register_catalog`]: where upstream resources and prompts go.
     pub(crate) catalog_target: OnceLock<Server>,
     pub(crate) state_file: PathBuf,
     pub(crate) separator: String,
     /// In config order; swapped whole by a reload of `servers:`.
-    upstreams: Mutex<Arc<Vec<Arc<Upstream>>>>,
+    pub(crate) upstreams: Mutex<Arc<Vec<Arc<Upstream>>>>,
     /// What a new upstream is made with (a reload's).
     pub(crate) shared: Shared,
     pub(crate) settings: Settings,
@@ -294,28 +294,6 @@ impl Gateway {
     /// The upstreams now, in config order.
     pub(crate) fn upstreams_now(&self) -> Arc<Vec<Arc<Upstream>>> {
         self.upstreams.lock().clone()
-    }
-
-    /// Swaps in the upstreams of a reload (under the state's lock, so an install sees
-    /// the upstreams and their listings of one moment).
-    pub(crate) fn set_upstreams(&self, _st: &mut State, next: Vec<Arc<Upstream>>) {
-        *self.upstreams.lock() = Arc::new(next);
-    }
-
-    /// The names upstream tools may not take, read again from the server (a reload of the
-    /// tool files may have changed the declared tools): every tool it has but ours.
-    pub(crate) fn reserve_current(&self, st: &mut State) {
-        let Some(server) = self.server.get() else {
-            return;
-        };
-        let ours: BTreeSet<&String> = st.registered.iter().collect();
-        st.reserved = server
-            .registered()
-            .entries()
-            .iter()
-            .map(|e| e.definition.name.clone())
-            .filter(|n| !ours.contains(n))
-            .collect();
     }
 
     /// The upstreams, in config order.

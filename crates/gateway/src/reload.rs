@@ -19,7 +19,7 @@
 //! start only; a change to them is logged and waits for a restart.
 
 use crate::error::GatewayError;
-use crate::gateway::{FIRST_LIST_WAIT, Gateway, Hub};
+use crate::gateway::{FIRST_LIST_WAIT, Gateway, Hub, State};
 use crate::upstream::{Events, Upstream};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -123,6 +123,28 @@ impl Gateway {
             "reloaded the gateway's servers"
         );
         Ok(done)
+    }
+
+    /// Swaps in the upstreams of a reload (under the state's lock, so an install sees
+    /// the upstreams and their listings of one moment).
+    fn set_upstreams(&self, _st: &mut State, next: Vec<Arc<Upstream>>) {
+        *self.upstreams.lock() = Arc::new(next);
+    }
+
+    /// The names upstream tools may not take, read again from the server (a reload of the
+    /// tool files may have changed the declared tools): every tool it has but ours.
+    fn reserve_current(&self, st: &mut State) {
+        let Some(server) = self.server.get() else {
+            return;
+        };
+        let ours: BTreeSet<&String> = st.registered.iter().collect();
+        st.reserved = server
+            .registered()
+            .entries()
+            .iter()
+            .map(|e| e.definition.name.clone())
+            .filter(|n| !ours.contains(n))
+            .collect();
     }
 
     /// The upstreams of `config` in its order, each kept from `old` when its entry is the
