@@ -190,3 +190,67 @@ impl Gateway {
         Ok((next, done))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::gateway::{Gateway, Settings};
+    use std::time::Duration;
+    use toolwright_toolfile::{Document, Format, read_config};
+
+    /// A config of servers `name: [program]`, none of which exists (nothing starts).
+    fn config(servers: &[(&str, &str)]) -> toolwright_toolfile::GatewayConfig {
+        let mut yaml = String::from("servers:\n");
+        for (name, program) in servers {
+            yaml.push_str(&format!(
+                "  {name}:\n    command: [/nonexistent/{program}]\n"
+            ));
+        }
+        let doc = Document::parse(std::path::Path::new("gw.yaml"), Format::Yaml, yaml).unwrap();
+        read_config(&[doc]).unwrap()
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            call_timeout: Duration::from_secs(5),
+            telemetry: None,
+        }
+    }
+
+    fn names(gw: &Gateway) -> Vec<String> {
+        gw.upstreams().iter().map(|u| u.name().to_owned()).collect()
+    }
+
+    #[test]
+    fn a_reload_adds_replaces_and_removes_by_entry() {
+        let gw = Gateway::new(&config(&[("a", "x"), ("b", "y")]), settings()).unwrap();
+        let a = gw.upstreams()[0].clone();
+        let done = gw
+            .reload(&config(&[("a", "x"), ("b", "y2"), ("c", "z")]))
+            .unwrap();
+        assert_eq!(done.added, ["c"]);
+        assert_eq!(done.changed, ["b"]);
+        assert!(done.removed.is_empty());
+        assert_eq!(names(&gw), ["a", "b", "c"]);
+        assert!(gw.is_current(&a), "an unchanged entry keeps its upstream");
+        let same = gw
+            .reload(&config(&[("a", "x"), ("b", "y2"), ("c", "z")]))
+            .unwrap();
+        assert!(same.is_empty(), "{same:?}");
+        let done = gw.reload(&config(&[("c", "z")])).unwrap();
+        assert_eq!(done.removed, ["a", "b"]);
+        assert_eq!(names(&gw), ["c"]);
+        assert!(!gw.is_current(&a));
+    }
+
+    #[test]
+    fn an_entry_that_cannot_be_used_changes_nothing() {
+        let gw = Gateway::new(&config(&[("a", "x")]), settings()).unwrap();
+        let yaml = "servers:\n  a:\n    command: [/nonexistent/x]\n  b:\n    command: [/nonexistent/y]\n    env: {K: \"${TOOLWRIGHT_SURELY_UNSET_RELOAD_VAR}\"}\n";
+        let doc =
+            Document::parse(std::path::Path::new("gw.yaml"), Format::Yaml, yaml.into()).unwrap();
+        let bad = read_config(&[doc]).unwrap();
+        let e = gw.reload(&bad).unwrap_err().to_string();
+        assert!(e.contains("TOOLWRIGHT_SURELY_UNSET_RELOAD_VAR"), "{e}");
+        assert_eq!(names(&gw), ["a"]);
+    }
+}
