@@ -267,7 +267,7 @@ impl Server {
                 .a;
         }
         if era.is_modern() {
-            answers.extend(responses.unwrap_or_default());
+            answers.extend(crate::mrtr::client_answers(responses));
         }
         Ok(answers)
     }
@@ -395,7 +395,7 @@ impl Server {
             target,
             args.unwrap_or(&null),
             self.inner.config.request_state_ttl,
-            ctx.answers().clone(),
+            ctx.answers(),
         );
         let state = self.inner.state_key.seal(&payload);
         let value =

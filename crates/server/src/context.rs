@@ -54,6 +54,8 @@ pub(crate) struct Inputs {
     pub counter: AtomicUsize,
     /// A capability a request needed that the client did not declare.
     pub missing_capability: Mutex<Option<&'static str>>,
+    /// The tool's own value for the next round ([`ToolContext::carry`]).
+    pub carry: Mutex<Option<Value>>,
 }
 
 impl ToolContext {
@@ -284,9 +286,32 @@ impl ToolContext {
         *self.inner.inputs.missing_capability.lock()
     }
 
-    /// Answers gathered so far (for sealing into the next `requestState`).
-    pub(crate) fn answers(&self) -> &Map<String, Value> {
-        &self.inner.inputs.answers
+    /// Answers gathered so far, with the tool's carried value (for sealing into the next
+    /// `requestState`).
+    pub(crate) fn answers(&self) -> Map<String, Value> {
+        let mut answers = self.inner.inputs.answers.clone();
+        if let Some(v) = self.inner.inputs.carry.lock().take() {
+            answers.insert(crate::mrtr::CARRIED.to_owned(), v);
+        }
+        answers
+    }
+
+    /// Keeps `value` for the client's retry of this call (modern era): it is sealed into
+    /// the `requestState` of the `input_required` result the call ends with, and
+    /// [`ToolContext::carried`] gives it back on the retry, and on later rounds until a
+    /// round carries another. It is for a tool's own bookkeeping across the round trip (a
+    /// gateway's upstream call kept waiting), not for answers: the client can read it (the
+    /// state is signed, not encrypted) but cannot change it or set it. A legacy or
+    /// in-process call is never retried, and keeps nothing.
+    pub fn carry(&self, value: Value) {
+        if self.inner.version.is_modern() {
+            *self.inner.inputs.carry.lock() = Some(value);
+        }
+    }
+
+    /// What an earlier round of this call kept with [`ToolContext::carry`], if anything.
+    pub fn carried(&self) -> Option<&Value> {
+        self.inner.inputs.answers.get(crate::mrtr::CARRIED)
     }
 
     /// The client's roots as `file://` URIs, for a client that declared `roots` and listed

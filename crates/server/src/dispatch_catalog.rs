@@ -213,7 +213,7 @@ impl Server {
             }
             None => Map::new(),
         };
-        answers.extend(responses.unwrap_or_default());
+        answers.extend(crate::mrtr::client_answers(responses));
         Ok(answers)
     }
 

@@ -11,6 +11,11 @@
 //! payload with a key only the server knows, bound to the method, the target (tool name or
 //! URI), a digest of the arguments and an expiry. A state that was altered, is too old, or
 //! belongs to another call is refused with -32602.
+//!
+//! Beside the answers, the state can carry one value of the tool's own
+//! ([`ToolContext::carry`](crate::ToolContext::carry)): it travels among the answers under
+//! [`CARRIED`], a key the client's `inputResponses` cannot set ([`client_answers`] drops
+//! it), so what the tool reads back on the retry is what it sealed.
 
 use crate::digest::sha256_hex;
 use crate::error::StateError;
@@ -23,6 +28,17 @@ use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 type HmacSha256 = Hmac<Sha256>;
+
+/// The key of the sealed answers under which a tool's own value travels.
+pub const CARRIED: &str = "io.toolwright/carried";
+
+/// A retry's `inputResponses` as answers: everything the client sent but [`CARRIED`], which
+/// only a sealed state may bring.
+pub fn client_answers(responses: Option<Map<String, Value>>) -> Map<String, Value> {
+    let mut answers = responses.unwrap_or_default();
+    answers.remove(CARRIED);
+    answers
+}
 
 /// The key that seals request states. Replicas behind one load balancer must share it.
 #[derive(Clone)]
@@ -155,6 +171,18 @@ mod tests {
             key().open(&token, "tools/call", "t", &reordered).unwrap(),
             p
         );
+    }
+
+    #[test]
+    fn a_client_cannot_set_the_carried_value() {
+        let sent = json!({"elicitation-0": {"action": "accept"}, CARRIED: "forged"});
+        let Value::Object(sent) = sent else {
+            unreachable!()
+        };
+        let kept = client_answers(Some(sent));
+        assert_eq!(kept.len(), 1);
+        assert!(kept.contains_key("elicitation-0"));
+        assert!(client_answers(None).is_empty());
     }
 
     #[test]

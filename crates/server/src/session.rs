@@ -278,6 +278,11 @@ impl Session {
     }
 
     /// Sends a request to the client on `sink` and waits for its answer.
+    ///
+    /// A request the server stops waiting for before its answer (it timed out, `cancel`
+    /// fired, or this future was dropped: the tool that asked was cancelled, or what it
+    /// relayed was withdrawn) is cancelled on the client's side too, with
+    /// `notifications/cancelled` on `sink`, and a late answer to it is ignored.
     pub(crate) async fn request(
         &self,
         sink: &Arc<dyn Outbound>,
@@ -290,18 +295,29 @@ impl Session {
             return Err(ClientRequestError::NoChannel);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().insert(id, tx);
         let mut line = Vec::new();
         toolwright_jsonrpc::write_request(&mut line, &RequestId::Number(id), method, params)
             .map_err(|e| ClientRequestError::BadResponse(e.to_string()))?;
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().insert(id, tx);
+        let mut unanswered = Unanswered {
+            session: self,
+            sink,
+            id,
+            reason: "the server stopped waiting",
+        };
         sink.send(line);
         let outcome = tokio::select! {
             r = rx => r.map_err(|_| ClientRequestError::Closed),
             _ = tokio::time::sleep(timeout) => Err(ClientRequestError::Timeout(timeout)),
             _ = cancel.cancelled() => Err(ClientRequestError::Closed),
         };
-        self.pending.lock().remove(&id);
+        if matches!(outcome, Err(ClientRequestError::Timeout(_))) {
+            unanswered.reason = "timed out";
+        } else if cancel.is_cancelled() {
+            unanswered.reason = "the request that asked was cancelled";
+        }
+        drop(unanswered);
         outcome?.map_err(ClientRequestError::Rejected)
     }
 
@@ -338,5 +354,31 @@ impl Session {
 
     pub(crate) fn set_cached_roots(&self, roots: Option<Arc<Vec<String>>>) {
         *self.roots_cache.lock() = roots;
+    }
+}
+
+/// A request to the client in flight: forgotten when its waiter ends, and cancelled on the
+/// client's side unless it was answered (its answer took it out of `pending`) or the
+/// session is closed.
+struct Unanswered<'a> {
+    session: &'a Session,
+    sink: &'a Arc<dyn Outbound>,
+    id: i64,
+    reason: &'static str,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        let waiting = self.session.pending.lock().remove(&self.id).is_some();
+        if !waiting || self.session.is_closed() {
+            return;
+        }
+        let params = serde_json::json!({"requestId": self.id, "reason": self.reason});
+        let mut line = Vec::with_capacity(96);
+        if toolwright_jsonrpc::write_notification(&mut line, "notifications/cancelled", &params)
+            .is_ok()
+        {
+            self.sink.send(line);
+        }
     }
 }
