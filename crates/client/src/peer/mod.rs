@@ -11,13 +11,15 @@
 //! Routing of what the server sends on its own:
 //! - responses go to their request by id;
 //! - `notifications/progress` with a token of ours goes to that call's
-//!   [`Call::progress`]; `notifications/cancelled` and the listen acknowledgement are
-//!   consumed; every other notification goes to [`PeerHandler::notification`];
+//!   [`Call::progress`]; `notifications/cancelled` stops the handler of the server's
+//!   request it names; the listen acknowledgement is consumed; every other notification
+//!   goes to [`PeerHandler::notification`];
 //! - `ping` is answered here; any other request goes, over HTTP, by the stream it
 //!   arrives on (a call's POST stream: that call's [`Call::on_request`]; the GET stream:
 //!   the connection's handler), and over stdio to the one in-flight call that has an
 //!   `on_request` (with none or several: the connection's handler). The handler's result
-//!   or error is sent back as the JSON-RPC response.
+//!   or error is sent back as the JSON-RPC response; a request the server cancelled
+//!   first gets none (its handler's future is dropped).
 //!
 //! List changes arrive as legacy stdio notifications, on the legacy HTTP GET stream
 //! (opened after `initialize`; 405 means the server has none), or, in the modern era, on

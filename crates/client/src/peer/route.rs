@@ -94,6 +94,9 @@ pub(super) struct Inner {
     next_id: AtomicI64,
     table: Mutex<Table>,
     progress: Mutex<HashMap<String, ProgressFn>>,
+    /// The server's requests being handled now, by the server's id: what its
+    /// `notifications/cancelled` withdraws.
+    inbound: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Fired when the connection died or was closed.
     pub dead: CancellationToken,
     /// Fired when the background tasks must stop (death, close, last clone dropped).
@@ -133,6 +136,7 @@ impl Inner {
             next_id: AtomicI64::new(0),
             table: Mutex::new(Table::default()),
             progress: Mutex::new(HashMap::new()),
+            inbound: Mutex::new(HashMap::new()),
             dead: CancellationToken::new(),
             shutdown: CancellationToken::new(),
             connected: AtomicBool::new(false),
@@ -508,17 +512,59 @@ impl Inner {
                     Origin::Http(h) => Arc::clone(h),
                     Origin::Stdio => self.stdio_handler(),
                 };
-                let inner = Arc::clone(self);
-                tokio::spawn(async move {
-                    let outcome = handler.request(req.method, params).await;
-                    inner.answer(req.id, outcome);
-                });
+                self.handle_inbound(handler, req.id, req.method, params);
             }
             Message::Notification(n) => {
                 let params = parse_params(n.params.as_deref());
                 self.on_notification(&n.method, &params);
             }
             _ => {}
+        }
+    }
+
+    /// Runs `handler` on the server's request `id` and answers with what it returns,
+    /// unless the server withdraws the request first (`notifications/cancelled`): then the
+    /// handler's future is dropped where it stands (which withdraws whatever it was waiting
+    /// for in turn) and, as the spec says of a cancelled request, no response is sent.
+    fn handle_inbound(
+        self: &Arc<Self>,
+        handler: Arc<dyn PeerHandler>,
+        id: RequestId,
+        method: String,
+        params: Value,
+    ) {
+        let withdrawn = CancellationToken::new();
+        self.inbound.lock().insert(id.clone(), withdrawn.clone());
+        let inner = Arc::clone(self);
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                () = withdrawn.cancelled() => return,
+                outcome = handler.request(method, params) => outcome,
+            };
+            let still_wanted = {
+                let mut inbound = inner.inbound.lock();
+                // A withdrawal that came after the handler finished, but before this, took
+                // the entry: it still wins.
+                !withdrawn.is_cancelled() && inbound.remove(&id).is_some()
+            };
+            if still_wanted {
+                inner.answer(id, outcome);
+            }
+        });
+    }
+
+    /// The server withdrew a request it sent us (`notifications/cancelled`): its handler
+    /// stops. Unknown or finished ids are ignored.
+    fn withdraw_inbound(&self, params: &Value) {
+        let Some(id) = params
+            .get("requestId")
+            .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
+        else {
+            return;
+        };
+        if let Some(withdrawn) = self.inbound.lock().remove(&id) {
+            withdrawn.cancel();
         }
     }
 
@@ -554,7 +600,8 @@ impl Inner {
                     None => self.handler.notification(method, params),
                 }
             }
-            "notifications/cancelled" | "notifications/subscriptions/acknowledged" => {}
+            "notifications/cancelled" => self.withdraw_inbound(params),
+            "notifications/subscriptions/acknowledged" => {}
             _ => self.handler.notification(method, params),
         }
     }
