@@ -11,6 +11,8 @@
 //! - [`chain`]: a gateway never starts itself (the chain of gateways above a process),
 //!   and the bound on upstream processes.
 //! - [`tool`]: [`UpstreamTool`], the call path (policy, contracts, era bridging).
+//! - `park.rs`: a legacy upstream's call kept waiting across a modern client's
+//!   `input_required` round trip.
 //! - [`catalog`]: upstream resources, templates and prompts, of lazy servers too, kept
 //!   current.
 //! - `reload.rs`: `servers:` hot reload, upstreams added, removed and replaced while the
@@ -36,6 +38,7 @@ pub mod gateway;
 mod install;
 pub mod naming;
 mod observe;
+mod park;
 pub mod pin;
 mod plan;
 pub mod policy;

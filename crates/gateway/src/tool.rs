@@ -10,18 +10,20 @@
 //! Era bridging happens here and in the peer: a modern upstream's `input_required` result
 //! is answered by asking this call's client ([`ToolContext::request_client`]: a real
 //! request to a legacy client, a round trip of its own to a modern one) and retrying the
-//! upstream with the answers; a legacy upstream's requests to the client are answered the
-//! same way. A modern client cannot be asked in the middle of a call, so when a legacy
-//! upstream asks it something the call is ended upstream and this call ends with
-//! `input_required`; the client's retry runs the upstream call again, which asks again
-//! and this time gets the answer at once.
+//! upstream with the answers. A legacy upstream's requests to a legacy client are relayed
+//! as requests in the middle of the call. A modern client cannot be asked in the middle of
+//! a call, so when a legacy upstream asks it something the upstream call is kept waiting
+//! (`park.rs`): this call ends with `input_required` and a token in its sealed
+//! `requestState`, and the client's retry answers the upstream's question and awaits the
+//! same upstream call, which runs once however many rounds it takes. A retry that finds no
+//! call waiting (another replica, past the wait) runs the upstream call again, whose
+//! question is then answered at once. An upstream that withdraws its question
+//! (`notifications/cancelled`) has the request relayed to a legacy client withdrawn too.
 
 use crate::install::Prepared;
-use crate::upstream::{Offered, Upstream};
+use crate::upstream::Upstream;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use tokio_util::sync::CancellationToken;
 use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, ProgressFn};
 use toolwright_jsonrpc::ErrorObject;
 use toolwright_protocol::{CallToolResult, LoggingLevel};
@@ -89,6 +91,11 @@ fn failed(text: String) -> Result<CallToolResult, ToolError> {
 impl UpstreamTool {
     fn server(&self) -> &str {
         self.upstream.name()
+    }
+
+    /// The exposed tool and its server, which a parked call belongs to.
+    fn owner(&self) -> String {
+        format!("{}\n{}", self.server(), self.tool.definition.name)
     }
 
     async fn run(&self, args: Value, ctx: ToolContext) -> Result<CallToolResult, ToolError> {
@@ -175,14 +182,18 @@ impl UpstreamTool {
         let _drop_guard = cancel.clone().drop_guard();
         let asker = Arc::new(AskClient {
             ctx: ctx.clone(),
-            deferred: Arc::new(AtomicBool::new(false)),
-            cancel: cancel.clone(),
             upstream: self.upstream.clone(),
         });
         let progress = progress_relay(ctx);
         let headers = self.headers(&args, peer.era())?;
         let mut params = json!({"name": self.tool.upstream_name, "arguments": args});
         let watcher = crate::observe::Watcher::call(ctx, &self.upstream);
+        // A legacy upstream asks a modern client its questions through `input_required`
+        // rounds, its call kept waiting meanwhile (park.rs).
+        let bridged = ctx.protocol_version().is_modern() && peer.era() == Era::Legacy;
+        let mut resumed = bridged
+            .then(|| crate::park::Bridged::resume(ctx, &self.owner()))
+            .flatten();
         for _round in 0..MAX_ROUNDS {
             // Each request upstream is a CLIENT span under the call's span, and the upstream's
             // parent, when telemetry observes the call.
@@ -198,11 +209,15 @@ impl UpstreamTool {
                 on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
                 observer: watcher.clone(),
             };
-            let outcome = peer.request(call).await;
-            if asker.deferred.load(Ordering::Acquire) {
-                // A legacy upstream asked what this modern client answers on its retry.
-                return Err(ToolError::InputRequired);
-            }
+            let outcome = match resumed.take() {
+                Some(parked) => parked.outcome(ctx).await?,
+                None if bridged => {
+                    let owner = self.owner();
+                    let call = crate::park::Bridged::start(&peer, call, ctx, &self.upstream, owner);
+                    call.outcome(ctx).await?
+                }
+                None => peer.request(call).await,
+            };
             let value = match outcome {
                 Ok(v) => v,
                 Err(_) if ctx.is_cancelled() => return Err(ToolError::Cancelled),
@@ -346,12 +361,12 @@ async fn answer_inputs(result: &Value, ctx: &ToolContext) -> Result<Map<String, 
     Ok(answers)
 }
 
-/// Carries an upstream's requests during one call to that call's client.
+/// Carries an upstream's requests during one call to that call's client, when it can be
+/// asked in the middle of the call (a legacy client; a modern one is [bridged]).
+///
+/// [bridged]: crate::park::Bridged
 struct AskClient {
     ctx: ToolContext,
-    /// Set when a modern client must answer on its retry: the upstream call is ended.
-    deferred: Arc<AtomicBool>,
-    cancel: CancellationToken,
     /// The upstream asking: what it may be given of roots.
     upstream: Arc<Upstream>,
 }
@@ -362,20 +377,12 @@ impl PeerHandler for AskClient {
         method: String,
         params: Value,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
-        if method == "roots/list" {
-            // What the upstream's entry gives it: its directories, nothing, or (`roots:
-            // client`) what this call's client has.
-            let answer = match self.upstream.roots() {
-                Offered::Client => None,
-                Offered::Dirs(_) | Offered::None => Some(self.upstream.roots_outside_call()),
-            };
-            if let Some(answer) = answer {
-                return Box::pin(async move { answer });
-            }
+        // What the upstream's entry gives it of roots: its directories, nothing, or (`roots:
+        // client`) what this call's client has.
+        if let Some(answer) = crate::park::roots_of_its_own(&method, &self.upstream) {
+            return Box::pin(async move { answer });
         }
         let ctx = self.ctx.clone();
-        let cancel = self.cancel.clone();
-        let deferred = self.deferred.clone();
         let declared = self
             .ctx
             .capability_for(&method)
@@ -393,14 +400,9 @@ impl PeerHandler for AskClient {
         Box::pin(async move {
             match ctx.request_client(&method, params).await {
                 Ok(v) => Ok(v),
-                Err(ClientRequestError::InputRequired) => {
-                    // Set before the cancellation that ends the upstream call, which reads it.
-                    deferred.store(true, Ordering::Release);
-                    cancel.cancel();
-                    Err(ErrorObject::internal(
-                        "the client answers this on a later round; the call is retried",
-                    ))
-                }
+                Err(ClientRequestError::InputRequired) => Err(ErrorObject::internal(
+                    "the gateway's client answers only on a retry of its call, and this upstream cannot wait for one",
+                )),
                 Err(ClientRequestError::NotSupported(cap)) => Err(ErrorObject::new(
                     toolwright_jsonrpc::code::METHOD_NOT_FOUND,
                     format!("the gateway's client did not declare the {cap} capability"),

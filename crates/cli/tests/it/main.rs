@@ -19,6 +19,7 @@ mod declared_shape;
 mod exit_codes;
 mod first_use;
 mod gateway;
+mod gateway_bridge;
 mod gateway_config;
 mod gateway_first_use;
 mod gateway_live;
