@@ -117,14 +117,15 @@ impl Tree {
             // The leader too (its Child reaps it), continued so a stopped one is not left.
             let _ = kill_process(leader, Signal::KILL);
         }
-        let _ = kill_process_group(leader, Signal::KILL);
+        // ESRCH: no member of the group is left (the sweep's first look need not ask again).
+        let group_left = kill_process_group(leader, Signal::KILL).is_ok();
         lock(&LIVE).retain(|&(p, _)| p != leader);
         let mut sweep = Sweep {
             group: leader,
             start: self.start,
             waiting: killed.into_iter().collect(),
         };
-        if sweep.pass() {
+        if sweep.look(group_left) {
             let _ = std::thread::Builder::new()
                 .name("toolwright-reaper".into())
                 .spawn(move || sweep.finish());
@@ -175,20 +176,30 @@ struct Sweep {
 }
 
 impl Sweep {
-    /// One look at the server's children: kills what is the call's, reaps what is dead.
-    /// Returns whether something may still need doing.
+    /// Kills the group, then [looks](Sweep::look) at the server's children. Returns whether
+    /// something may still need doing.
     fn pass(&mut self) -> bool {
-        let me = rustix::process::getpid();
-        // Read from /proc, not asked of the kernel through `Pid`: in a PID namespace whose
-        // session (or group) leader lives outside it, the id is 0, which no `Pid` holds.
-        let Some(mine) = stat(me) else {
+        let group_left = kill_process_group(self.group, Signal::KILL).is_ok();
+        self.look(group_left)
+    }
+
+    /// One look at the server's children, the group just killed (`group_left`: a member
+    /// was still there to kill): kills what is the call's, reaps what is dead. Returns
+    /// whether something may still need doing.
+    fn look(&mut self, group_left: bool) -> bool {
+        // Most calls leave no orphan, and then nothing more is read.
+        let children = own_children();
+        if children.is_empty() {
+            self.forget_gone();
+            return group_left || !self.waiting.is_empty();
+        }
+        let Some(mine) = own_stat() else {
             return !self.waiting.is_empty();
         };
         let group = self.group.as_raw_nonzero().get();
         let live = lock(&LIVE).clone();
-        let mut more = kill_process_group(self.group, Signal::KILL).is_ok();
-        // Orphans are handed to the subreaper's first live thread: the main thread.
-        for c in thread_children(me, me) {
+        let mut more = group_left;
+        for c in children {
             let Some(s) = stat(c) else { continue };
             if live.iter().any(|&(p, _)| p == c) {
                 continue;
@@ -211,11 +222,17 @@ impl Sweep {
                 more = true;
             }
         }
-        // A killed process that is not (yet) the server's child: its parent may still reap
-        // it; once it is gone, it is no longer waited for.
-        self.waiting
-            .retain(|&p| std::fs::metadata(format!("/proc/{}", p.as_raw_nonzero())).is_ok());
+        self.forget_gone();
         more || !self.waiting.is_empty()
+    }
+
+    /// A killed process that is not (yet) the server's child: its parent may still reap
+    /// it; once it is gone, it is no longer waited for.
+    fn forget_gone(&mut self) {
+        if !self.waiting.is_empty() {
+            self.waiting
+                .retain(|&p| std::fs::metadata(format!("/proc/{}", p.as_raw_nonzero())).is_ok());
+        }
     }
 
     /// Passes until nothing is left, for at most [`REAP_FOR`].
@@ -251,16 +268,61 @@ fn children(pid: Pid) -> Vec<Pid> {
 
 /// The children of one thread `tid` of `pid`.
 fn thread_children(pid: Pid, tid: Pid) -> Vec<Pid> {
-    let file = format!(
+    std::fs::read_to_string(children_file(pid, tid))
+        .map(|text| pids(&text))
+        .unwrap_or_default()
+}
+
+fn children_file(pid: Pid, tid: Pid) -> String {
+    format!(
         "/proc/{}/task/{}/children",
         pid.as_raw_nonzero(),
         tid.as_raw_nonzero()
-    );
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .split_ascii_whitespace()
+    )
+}
+
+fn pids(text: &str) -> Vec<Pid> {
+    text.split_ascii_whitespace()
         .filter_map(|n| Pid::from_raw(n.parse().ok()?))
         .collect()
+}
+
+/// The server's children that are orphans handed to it or its programs: those of its main
+/// thread (orphans go to the subreaper's first live thread). Read at every call's end, so
+/// through one descriptor kept open and read again from offset 0 (which makes the kernel
+/// list them afresh), rather than a path looked up, opened and closed each time.
+fn own_children() -> Vec<Pid> {
+    static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+    let mut file = lock(&FILE);
+    if file.is_none() {
+        let me = rustix::process::getpid();
+        *file = std::fs::File::open(children_file(me, me)).ok();
+    }
+    let Some(f) = file.as_ref() else {
+        return Vec::new();
+    };
+    match read_from_start(f) {
+        Ok(text) => pids(&String::from_utf8_lossy(&text)),
+        Err(_) => {
+            // Opened again next time.
+            *file = None;
+            Vec::new()
+        }
+    }
+}
+
+/// All of `f`, read from offset 0 whatever was read of it before.
+fn read_from_start(f: &std::fs::File) -> std::io::Result<Vec<u8>> {
+    let mut text = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        match std::os::unix::fs::FileExt::read_at(f, &mut buf, text.len() as u64) {
+            Ok(0) => return Ok(text),
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// What the sweep reads of `/proc/PID/stat`. The group and session are raw ids: 0 when
@@ -271,6 +333,20 @@ struct Stat {
     group: i32,
     session: i32,
     start: u64,
+}
+
+/// The server's own group and session, read once: the server never changes them, and
+/// `/proc/self/stat` of a process with many threads costs tens of microseconds to read
+/// (the kernel sums every thread's times for it), which every call would pay otherwise.
+/// Read from /proc, not asked of the kernel through `Pid`: in a PID namespace whose session
+/// (or group) leader lives outside it, the id is 0, which no `Pid` holds.
+fn own_stat() -> Option<Stat> {
+    static MINE: OnceLock<Stat> = OnceLock::new();
+    if let Some(s) = MINE.get() {
+        return Some(*s);
+    }
+    let s = stat(rustix::process::getpid())?;
+    Some(*MINE.get_or_init(|| s))
 }
 
 fn stat(pid: Pid) -> Option<Stat> {
@@ -327,5 +403,35 @@ mod tests {
         // The same clock as /proc's start times.
         assert!(Tree::now() >= me.start);
         assert!(Tree::now() < me.start + 3600 * TICKS);
+    }
+
+    /// The kept descriptor of a children file, read again from offset 0, lists the children
+    /// of that moment (the file is the kernel's, generated afresh from offset 0).
+    #[test]
+    fn children_read_again_are_current() {
+        // This test's thread: the children of a thread are those it spawned.
+        let file = std::fs::File::open("/proc/thread-self/children").unwrap();
+        let now = || pids(&String::from_utf8_lossy(&read_from_start(&file).unwrap()));
+        let before = now();
+        let mut a = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pa = Pid::from_raw(i32::try_from(a.id()).unwrap()).unwrap();
+        assert!(now().contains(&pa));
+        let mut b = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pb = Pid::from_raw(i32::try_from(b.id()).unwrap()).unwrap();
+        let both = now();
+        assert!(both.contains(&pa) && both.contains(&pb), "{both:?}");
+        for c in [&mut a, &mut b] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let after = now();
+        assert!(!after.contains(&pa) && !after.contains(&pb), "{after:?}");
+        assert!(after.iter().all(|p| before.contains(p)));
     }
 }
