@@ -5,6 +5,12 @@
 //! open. The child then changes into `/proc/self/fd/N` of that open directory (the
 //! descriptor is inherited until exec), so it lands on the very directory that was checked,
 //! whatever is renamed or swapped in meanwhile.
+//!
+//! The directories are opened with `O_PATH`: a descriptor that names a directory without
+//! reading it, which is all a working directory needs (search permission, not read), and
+//! which the kernel does not report to inotify watchers. A plain open of the root was an
+//! `IN_OPEN` event on every call, which woke the tool file's watcher twice per call (its
+//! inotify thread and its reload loop) whenever the root is the tool file's directory.
 
 use crate::error::RunError;
 use rustix::fs::{CWD, Mode, OFlags, ResolveFlags, openat, openat2};
@@ -16,29 +22,39 @@ const DIR: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::CLOEXEC);
 
-/// A working directory, open.
+/// A directory named, not read (see the module documentation).
+const DIR_PATH: OFlags = OFlags::PATH.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC);
+
+/// A working directory: open, or the server's own (which the child inherits).
 #[derive(Debug)]
 pub(super) struct Cwd {
-    fd: OwnedFd,
+    /// `None`: the directory this process is in, nothing to open or change into.
+    fd: Option<OwnedFd>,
 }
 
 impl Cwd {
     /// The path by which the child reaches it (valid while `self` lives, in this process and
-    /// in a child forked from it).
-    pub(super) fn path(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+    /// in a child forked from it); `None` when the child simply inherits the directory this
+    /// process is in. A child that needs no directory change can be started with
+    /// `posix_spawn` (a vfork), where a change of directory makes std fall back to `fork` in
+    /// static builds: about half of a short program's start-up here.
+    pub(super) fn path(&self) -> Option<PathBuf> {
+        let fd = self.fd.as_ref()?;
+        Some(PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())))
     }
 
-    /// Whether it is the directory this process is in (the same inode on the same device),
-    /// so a child may simply inherit it. A child that needs no directory change can be
-    /// started with `posix_spawn` (a vfork), where a change of directory makes std fall back
-    /// to `fork` in static builds: about half of a short program's start-up here.
-    pub(super) fn is_inherited(&self) -> bool {
-        let (Ok(here), Ok(open)) = (rustix::fs::stat("."), rustix::fs::fstat(&self.fd)) else {
-            return false;
-        };
-        here.st_dev == open.st_dev && here.st_ino == open.st_ino
+    /// `fd`, or nothing to keep if it is the directory this process is in.
+    fn new(fd: OwnedFd) -> Cwd {
+        let here = rustix::fs::fstat(&fd).is_ok_and(|open| is_here(&open));
+        Cwd {
+            fd: if here { None } else { Some(fd) },
+        }
     }
+}
+
+/// Whether `st` is the directory this process is in (the same inode on the same device).
+fn is_here(st: &rustix::fs::Stat) -> bool {
+    rustix::fs::stat(".").is_ok_and(|here| here.st_dev == st.st_dev && here.st_ino == st.st_ino)
 }
 
 /// Opens `dir` (a rendered `cwd`, `None` for the first root): relative to the first root,
@@ -66,10 +82,15 @@ pub(super) fn open(dir: Option<&str>, roots: &[PathBuf]) -> Result<Cwd, RunError
     }
     let mut first_err = None;
     for (root, rel) in candidates {
-        match open_root(root).and_then(|r| open_beneath(r.as_fd(), rel)) {
+        // The common case, a program run in the root the server was started in: two stats,
+        // nothing opened.
+        if rel.as_os_str().is_empty() && rustix::fs::stat(root).is_ok_and(|st| is_here(&st)) {
+            return Ok(Cwd { fd: None });
+        }
+        match open_root(root).and_then(|r| open_beneath(r, rel)) {
             Ok(fd) => {
-                let cwd = Cwd { fd };
-                if !cwd.path().is_dir() {
+                let cwd = Cwd::new(fd);
+                if cwd.path().is_some_and(|p| !p.is_dir()) {
                     return Err(fail(
                         "it cannot be reached through /proc/self/fd (is /proc mounted?)",
                     ));
@@ -93,23 +114,24 @@ pub(super) fn open(dir: Option<&str>, roots: &[PathBuf]) -> Result<Cwd, RunError
 }
 
 fn open_root(root: &Path) -> Result<OwnedFd, Errno> {
-    openat(CWD, root, DIR, Mode::empty())
+    openat(CWD, root, DIR_PATH, Mode::empty())
 }
 
-/// Opens `rel` below `base`, never leaving it.
-fn open_beneath(base: BorrowedFd<'_>, rel: &Path) -> Result<OwnedFd, Errno> {
+/// Opens `rel` below `base` (`base` itself when `rel` is empty), never leaving it.
+fn open_beneath(base: OwnedFd, rel: &Path) -> Result<OwnedFd, Errno> {
     if rel.as_os_str().is_empty() {
-        return openat(base, ".", DIR, Mode::empty());
+        return Ok(base);
     }
     let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    match openat2(base, rel, DIR, Mode::empty(), how) {
-        Err(Errno::NOSYS | Errno::PERM) => open_by_components(base, rel),
+    match openat2(&base, rel, DIR_PATH, Mode::empty(), how) {
+        Err(Errno::NOSYS | Errno::PERM) => open_by_components(base.as_fd(), rel),
         other => other,
     }
 }
 
 /// Without `openat2` (an old kernel, a seccomp filter): one `openat(O_NOFOLLOW)` per plain
-/// component, so no `..` and no symbolic link at all.
+/// component, so no `..` and no symbolic link at all. These are plain opens (`O_PATH` with
+/// `O_NOFOLLOW` would open a symbolic link itself rather than refuse it).
 fn open_by_components(base: BorrowedFd<'_>, rel: &Path) -> Result<OwnedFd, Errno> {
     let mut cur: Option<OwnedFd> = None;
     for c in rel.components() {
@@ -148,7 +170,7 @@ mod tests {
         let abs = |p: &str| base.join(p).to_str().unwrap().to_owned();
         // `dir` opened: the directory below `base` it lands on, or the start of the reason.
         let check = |dir: Option<&str>, want: Result<&str, &str>| {
-            let got = open(dir, &roots).map(|c| fs::canonicalize(c.path()).unwrap());
+            let got = open(dir, &roots).map(|c| fs::canonicalize(c.path().unwrap()).unwrap());
             match (got, want) {
                 (Ok(p), Ok(w)) => assert_eq!(p, base.join(w), "{dir:?}"),
                 (Err(RunError::Cwd { reason, .. }), Err(w)) => {
@@ -177,5 +199,14 @@ mod tests {
             (Some("file"), Err("not a directory"));
         }
         assert!(matches!(open(None, &[]), Err(RunError::Cwd { .. })));
+        // The directory this process is in is inherited, not opened (as a root or below one).
+        let here = fs::canonicalize(".").unwrap();
+        assert_eq!(
+            open(None, std::slice::from_ref(&here)).unwrap().path(),
+            None
+        );
+        let parent = here.parent().unwrap().to_path_buf();
+        let name = here.file_name().unwrap().to_str().unwrap();
+        assert_eq!(open(Some(name), &[parent]).unwrap().path(), None);
     }
 }

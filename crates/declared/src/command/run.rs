@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::process::{ExitStatus, Stdio};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
@@ -66,6 +67,9 @@ pub(super) async fn run(
         start,
     );
 
+    // The program started, the rest (the timer above all) waits for a runtime task to poll
+    // it: see [`Handoff`].
+    Handoff::default().await;
     let deadline = Instant::now()
         .checked_add(ctx.timeout)
         .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
@@ -79,6 +83,37 @@ pub(super) async fn run(
     }
     let (status, stdout, stderr) = result?;
     outcome(action, status, stdout, &stderr)
+}
+
+/// Pending until it is polled by a runtime task (or has been polled [`Handoff::MAX`]
+/// times outside one), waking itself each time.
+///
+/// The server polls a call twice on the thread that read the request, with a waker that
+/// does nothing, then hands it to a runtime worker as a task. Waiting set up before that is
+/// put off to the worker: a timer set from outside the runtime, above all, wakes the parked
+/// worker only to have it note the deadline, a wake-up and a park per call, on the CPU the
+/// program is starting on. The bound keeps a caller that drives the call with `block_on`
+/// (never a task) from polling it for ever; it then costs that caller two polls.
+#[derive(Default)]
+struct Handoff {
+    polls: u8,
+}
+
+impl Handoff {
+    const MAX: u8 = 2;
+}
+
+impl std::future::Future for Handoff {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.polls >= Handoff::MAX || tokio::task::try_id().is_some() {
+            return Poll::Ready(());
+        }
+        self.polls += 1;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
 }
 
 /// Fills argv, environment, stdin and working directory in: everything that can be refused
@@ -137,8 +172,8 @@ fn command(
             cmd.env("TRACESTATE", s);
         }
     }
-    if !dir.is_inherited() {
-        cmd.current_dir(dir.path());
+    if let Some(path) = dir.path() {
+        cmd.current_dir(path);
     }
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
@@ -335,6 +370,36 @@ mod tests {
             ([b"a".repeat(10), "é".repeat(TAIL / 2).into_bytes(), b"!".to_vec()].concat(), format!("{}!", "é".repeat(TAIL / 2 - 1)));
             (b"bad \xff".to_vec(), "bad \u{FFFD}".to_owned());
         }
+    }
+
+    /// Outside a task (as the server's first polls, or `block_on`) the handoff waits at
+    /// most [`Handoff::MAX`] polls; inside a task it is ready at once.
+    #[test]
+    fn handoff_waits_for_a_task_within_its_bound() {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut h = pin!(Handoff::default());
+        for _ in 0..Handoff::MAX {
+            assert!(h.as_mut().poll(&mut cx).is_pending());
+        }
+        assert!(h.as_mut().poll(&mut cx).is_ready());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let polls = rt.block_on(async {
+            tokio::spawn(async {
+                let mut n = 0;
+                let mut h = pin!(Handoff::default());
+                std::future::poll_fn(|cx| {
+                    n += 1;
+                    h.as_mut().poll(cx)
+                })
+                .await;
+                n
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(polls, 1);
     }
 
     #[tokio::test]
