@@ -15,7 +15,8 @@ Tools:
 - `release`    lets a `withdraw` in progress go on (answered while it waits).
 
 N counts the calls of that tool this process started, on the upstream's side: a gateway
-that runs the call twice to get one answer shows 2. While a tool waits for an answer,
+that runs the call twice to get one answer shows 2. Each run's requests have ids of their
+own ("e2.1" is run 2's first), so a late answer to an earlier run's is not taken for one. While a tool waits for an answer,
 `ping` and `tools/list` are answered, and a `notifications/cancelled` for the call ends it
 without a result. Events ("run ask_name 1", "cancelled ask_name", "answered with an error
 ...") go to stderr and, when ASKING_PEER_EVENTS=FILE is set, are appended to that file.
@@ -136,11 +137,14 @@ def run_tool(name, call_id):
     event(f"run {name} {runs}")
     seen = []
     if name == "ask_name":
-        a = ask("e1", "elicitation/create", elicitation("What is your name?", "name"), call_id, seen)
+        a = ask(f"e{runs}.1", "elicitation/create", elicitation("What is your name?", "name"),
+                call_id, seen)
         return {"runs": runs, "answers": [a]}
     if name == "ask_twice":
-        a = ask("e1", "elicitation/create", elicitation("What is your name?", "name"), call_id, seen)
-        b = ask("e2", "elicitation/create", elicitation("What is your colour?", "colour"), call_id, seen)
+        a = ask(f"e{runs}.1", "elicitation/create", elicitation("What is your name?", "name"),
+                call_id, seen)
+        b = ask(f"e{runs}.2", "elicitation/create", elicitation("What is your colour?", "colour"),
+                call_id, seen)
         return {"runs": runs, "answers": [a, b]}
     if name == "withdraw":
         send({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage",

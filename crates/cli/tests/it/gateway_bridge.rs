@@ -225,7 +225,7 @@ fn two_questions_in_one_call_take_two_rounds_and_one_run() {
 #[test]
 fn a_call_that_timed_out_while_it_waited_runs_again_on_the_retry() {
     let Some(peer) = asking_peer() else { return };
-    let config = Config::with(&peer, json!({"timeout": "2s"}));
+    let config = Config::with(&peer, json!({"timeout": "3s"}));
     let mut gw = config.serve();
     let caps = json!({"elicitation": {}});
 
