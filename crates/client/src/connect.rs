@@ -4,22 +4,23 @@
 //! The connection is `toolwright_net`'s ([`Connector::open`]): the host resolved once, its
 //! addresses sorted by [`AddressPolicy::ANY`] (the user named this server, so every class
 //! is admitted), the first that answers connected to. `https` is that crate's TLS client
-//! configuration: TLS 1.2 or 1.3 over rustls (the ring provider), with SNI, ALPN
-//! `http/1.1`, and the certificate checked against [`TlsRoots`]: the webpki roots
-//! (Mozilla's CA list, built in), plus any PEM files of private CAs the user names. A
-//! failed handshake is sorted into a [`TlsFailure`] so that the message says what to do
-//! about it.
+//! configuration: TLS 1.2 or 1.3 over rustls (the ring provider), with SNI, and the
+//! certificate checked against [`TlsRoots`]: the webpki roots (Mozilla's CA list, built
+//! in), plus any PEM files of private CAs the user names. A failed handshake is sorted
+//! into a [`TlsFailure`] so that the message says what to do about it.
 //!
-//! Callers run hyper's HTTP/1.1 handshake on the connection themselves rather than use
-//! the pooled client ([`toolwright_net::pooled`]): an exchange owns its connection, so
-//! dropping the exchange closes it, which in the modern era is how a request is cancelled.
+//! Two ways in, with the same policy and roots: [`pool`], the kept connections of one
+//! server's requests (ALPN `h2` then `http/1.1`: one multiplexed HTTP/2 connection when
+//! the server offers it), and [`open`], one connection of the caller's own with ALPN
+//! `http/1.1` only, on which the caller runs hyper's HTTP/1.1 handshake (the legacy GET
+//! stream, which lives as long as the session, and the OAuth requests).
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustls::CertificateError;
-use toolwright_net::{AddressPolicy, Connector, Error as NetError, tls};
+use toolwright_net::{AddressPolicy, Connector, Error as NetError, Pool, tls};
 
 use crate::ClientError;
 use crate::error::TlsFailure;
@@ -35,7 +36,10 @@ pub(crate) type Stream = toolwright_net::Conn;
 /// webpki roots, plus the certificates of any PEM files added. Cheap to clone.
 #[derive(Clone)]
 pub struct TlsRoots {
+    /// ALPN `http/1.1`: a connection of its own ([`open`]).
     config: Arc<rustls::ClientConfig>,
+    /// The same roots, ALPN `h2` then `http/1.1`: the pool's connections ([`pool`]).
+    pooled: Arc<rustls::ClientConfig>,
     files: Vec<PathBuf>,
 }
 
@@ -50,8 +54,11 @@ impl std::fmt::Debug for TlsRoots {
 impl Default for TlsRoots {
     /// The webpki roots alone.
     fn default() -> Self {
+        static POOLED: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+        let config = tls::http1_default();
         TlsRoots {
-            config: tls::http1_default(),
+            pooled: POOLED.get_or_init(|| offering_h2(&config)).clone(),
+            config,
             files: Vec::new(),
         }
     }
@@ -80,6 +87,7 @@ impl TlsRoots {
             },
         })?;
         Ok(TlsRoots {
+            pooled: offering_h2(&config),
             config,
             files: files.to_vec(),
         })
@@ -125,6 +133,13 @@ impl TlsRoots {
     }
 }
 
+/// `config` with ALPN `h2` offered before `http/1.1`.
+fn offering_h2(config: &Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
+    let mut both = rustls::ClientConfig::clone(config);
+    both.alpn_protocols = vec![tls::H2.to_vec(), tls::HTTP1.to_vec()];
+    Arc::new(both)
+}
+
 tokio::task_local! {
     /// The roots of the connection whose authorizer is running (see [`with_roots`]).
     static AUTH_ROOTS: TlsRoots;
@@ -160,36 +175,56 @@ pub(crate) async fn open(
     host: &str,
     port: u16,
 ) -> Result<Stream, ClientError> {
-    let authority = toolwright_net::resolve::authority(host, port);
     let connector = Connector::new(AddressPolicy::ANY, roots.config.clone());
     connector
         .open(https, host, port)
         .await
-        .map_err(|e| match e {
-            NetError::Unresolvable { source, .. } | NetError::Connect { source, .. } => {
-                ClientError::Io {
-                    context: format!("connecting to {authority}"),
-                    source,
-                }
-            }
-            NetError::ServerName { source, .. } => ClientError::Tls {
-                host: authority.clone(),
-                kind: TlsFailure::Handshake,
-                detail: format!("{host:?} is not a name TLS can check: {source}"),
-            },
-            NetError::Tls { source, .. } => {
-                let (kind, detail) = classify(&source, roots);
-                ClientError::Tls {
-                    host: authority.clone(),
-                    kind,
-                    detail,
-                }
-            }
-            other => ClientError::Io {
+        .map_err(|e| failure(&e, roots, host, port))
+}
+
+/// The pooled connections of one server's requests, under the same policy and roots as
+/// [`open`], offering HTTP/2 on `https`. A connection it could not make fails with
+/// `toolwright_net`'s error as the source of hyper-util's ([`failure`] explains it).
+pub(crate) fn pool<B>(roots: &TlsRoots) -> Pool<Connector, B>
+where
+    B: hyper::body::Body + Clone + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    Pool::new(Connector::new(AddressPolicy::ANY, roots.pooled.clone()))
+}
+
+/// Why a connection to `host:port` could not be made, as the client says it: an
+/// unreachable server, or a TLS handshake sorted into a [`TlsFailure`].
+pub(crate) fn failure(e: &NetError, roots: &TlsRoots, host: &str, port: u16) -> ClientError {
+    let authority = toolwright_net::resolve::authority(host, port);
+    // The pool keeps the error it was given, so this reads it through a reference.
+    let copy = |source: &std::io::Error| std::io::Error::new(source.kind(), source.to_string());
+    match e {
+        NetError::Unresolvable { source, .. } | NetError::Connect { source, .. } => {
+            ClientError::Io {
                 context: format!("connecting to {authority}"),
-                source: std::io::Error::other(other.to_string()),
-            },
-        })
+                source: copy(source),
+            }
+        }
+        NetError::ServerName { source, .. } => ClientError::Tls {
+            host: authority,
+            kind: TlsFailure::Handshake,
+            detail: format!("{host:?} is not a name TLS can check: {source}"),
+        },
+        NetError::Tls { source, .. } => {
+            let (kind, detail) = classify(source, roots);
+            ClientError::Tls {
+                host: authority,
+                kind,
+                detail,
+            }
+        }
+        other => ClientError::Io {
+            context: format!("connecting to {authority}"),
+            source: std::io::Error::other(other.to_string()),
+        },
+    }
 }
 
 /// What a failed handshake means.

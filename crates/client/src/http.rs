@@ -1,15 +1,20 @@
 //! The Streamable HTTP exchange: one HTTP request per message, answered with JSON or with
 //! an SSE stream (read as it arrives) that ends with the response, over `http://` or
-//! `https://` (the connection is opened by [`crate::connect`]).
+//! `https://`. Requests go over the endpoint's pool of kept connections
+//! ([`connect::pool`]: HTTP/1.1, or HTTP/2 when the server offers it), never a connection
+//! per request; the legacy GET stream, which lives as long as the session, has a
+//! connection of its own ([`connect::open`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE, HOST};
+use http::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId, Response};
+use toolwright_net::{Connector, Pool};
 
 use crate::ClientError;
 use crate::connect::{self, TlsRoots};
@@ -19,7 +24,7 @@ use crate::sse::SseParser;
 /// Largest response body read.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-/// Where the server is.
+/// Where the server is, and the pool of connections to it.
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
     /// The URL as given.
@@ -31,6 +36,16 @@ pub(crate) struct Endpoint {
     https: bool,
     /// What an `https` server's certificate is checked against.
     pub roots: TlsRoots,
+    /// The kept connections to this server, shared by clones.
+    pooled: Arc<Pooled>,
+}
+
+/// What the pool is asked for, and the pool.
+#[derive(Debug)]
+struct Pooled {
+    /// `scheme://authority/path`, without user info.
+    uri: Uri,
+    pool: Pool<Connector, Full<Bytes>>,
 }
 
 impl Endpoint {
@@ -51,22 +66,27 @@ impl Endpoint {
             .host()
             .trim_start_matches('[')
             .trim_end_matches(']');
+        // `Host` and messages name the host and port, never a URL's user info.
+        let bare = authority.as_str().rsplit('@').next().unwrap_or_default();
+        let path = uri
+            .path_and_query()
+            .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+        let scheme = if https { "https" } else { "http" };
+        let pooled_uri = format!("{scheme}://{bare}{path}")
+            .parse()
+            .map_err(|_| bad("not a URL"))?;
         Ok(Endpoint {
             url: url.to_owned(),
-            // `Host` and messages name the host and port, never a URL's user info.
-            authority: authority
-                .as_str()
-                .rsplit('@')
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
+            authority: bare.to_owned(),
             host: host.to_owned(),
             port: authority.port_u16().unwrap_or(if https { 443 } else { 80 }),
-            path: uri
-                .path_and_query()
-                .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
+            path,
             https,
             roots: roots.clone(),
+            pooled: Arc::new(Pooled {
+                uri: pooled_uri,
+                pool: connect::pool(roots),
+            }),
         })
     }
 }
@@ -113,6 +133,10 @@ pub(crate) struct Exchange<'a> {
     pub headers: &'a [(String, String)],
     /// The JSON-RPC method, for error messages.
     pub rpc_method: &'a str,
+    /// On a connection of its own rather than the pool's (the long-lived GET stream).
+    pub alone: bool,
+    /// Told the status as soon as the response head arrives (a stream is open then).
+    pub on_head: Option<&'a (dyn Fn(u16) + Send + Sync)>,
 }
 
 impl<'a> Exchange<'a> {
@@ -128,6 +152,16 @@ impl<'a> Exchange<'a> {
             id: None,
             headers,
             rpc_method,
+            alone: false,
+            on_head: None,
+        }
+    }
+
+    /// The same request, on a connection of its own.
+    pub(crate) fn alone(self) -> Exchange<'a> {
+        Exchange {
+            alone: true,
+            ..self
         }
     }
 }
@@ -137,18 +171,38 @@ impl<'a> Exchange<'a> {
 /// Every other message on the stream (notifications, requests from the server, other
 /// responses) goes to `on_message` as it arrives.
 ///
-/// The connection lives inside the returned future: dropping it closes the connection
-/// (which, in the modern era, cancels the request). There is no timeout here; callers
-/// bound the future themselves.
+/// Dropping the returned future before the answer is read to its end closes the
+/// connection it was on (which, in the modern era, cancels the request): a pooled one is
+/// not given back half read ([`Pool`] says how hyper sees to that), and one of its own is
+/// driven inside this future. There is no timeout here; callers bound the future
+/// themselves.
 pub(crate) async fn exchange(
     endpoint: &Endpoint,
     ex: Exchange<'_>,
     on_message: &mut (dyn FnMut(Message) + Send),
 ) -> Result<Reply, ClientError> {
-    let io_err = |context: &str, e: &dyn std::fmt::Display| ClientError::Io {
-        context: format!("{context} {}", endpoint.authority),
-        source: std::io::Error::other(e.to_string()),
-    };
+    if ex.alone {
+        return exchange_alone(endpoint, ex, on_message).await;
+    }
+    let mut request =
+        build_request(endpoint, &ex).map_err(|e| io_err(endpoint, "building a request to", &e))?;
+    *request.uri_mut() = endpoint.pooled.uri.clone();
+    let response = endpoint
+        .pooled
+        .pool
+        .send(request)
+        .await
+        .map_err(|e| send_failure(endpoint, &e))?;
+    read_reply(response, endpoint, &ex, on_message).await
+}
+
+/// [`exchange`] on a connection of its own, driven inside the returned future so that
+/// dropping it closes the connection.
+async fn exchange_alone(
+    endpoint: &Endpoint,
+    ex: Exchange<'_>,
+    on_message: &mut (dyn FnMut(Message) + Send),
+) -> Result<Reply, ClientError> {
     let stream = connect::open(
         &endpoint.roots,
         endpoint.https,
@@ -158,23 +212,21 @@ pub(crate) async fn exchange(
     .await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(stream)
         .await
-        .map_err(|e| io_err("HTTP handshake with", &e))?;
+        .map_err(|e| io_err(endpoint, "HTTP handshake with", &e))?;
     let work = async {
-        let request =
-            build_request(endpoint, &ex).map_err(|e| io_err("building a request to", &e))?;
-        let response = sender.send_request(request).await.map_err(|e| {
-            if e.is_parse() && !endpoint.https {
-                // A TLS server answers plain HTTP with a TLS alert.
-                let hint = format!("{e}: the answer is not HTTP; is it an https:// server?");
-                io_err("sending a request to", &hint)
-            } else {
-                io_err("sending a request to", &e)
-            }
-        })?;
+        let mut request = build_request(endpoint, &ex)
+            .map_err(|e| io_err(endpoint, "building a request to", &e))?;
+        request.headers_mut().insert(
+            HOST,
+            HeaderValue::from_str(&endpoint.authority)
+                .map_err(|e| io_err(endpoint, "building a request to", &e))?,
+        );
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| request_failure(endpoint, &e))?;
         read_reply(response, endpoint, &ex, on_message).await
     };
-    // The connection is driven here, not in a task of its own, so that dropping this
-    // future closes it.
     let drive = async {
         let _ = conn.await;
         std::future::pending::<()>().await;
@@ -185,8 +237,47 @@ pub(crate) async fn exchange(
     }
 }
 
-/// The HTTP request of one exchange: the endpoint's path and authority, the accepted
-/// media types, the JSON body if any, and the exchange's headers.
+/// An I/O failure talking to the endpoint, `context` saying what was being done.
+fn io_err(endpoint: &Endpoint, context: &str, e: &dyn std::fmt::Display) -> ClientError {
+    ClientError::Io {
+        context: format!("{context} {}", endpoint.authority),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// hyper's failure to get an answer to a request, explained.
+fn request_failure(endpoint: &Endpoint, e: &hyper::Error) -> ClientError {
+    if e.is_parse() && !endpoint.https {
+        // A TLS server answers plain HTTP with a TLS alert.
+        let hint = format!("{e}: the answer is not HTTP; is it an https:// server?");
+        io_err(endpoint, "sending a request to", &hint)
+    } else {
+        io_err(endpoint, "sending a request to", e)
+    }
+}
+
+/// The pool's failure: no connection (the connector's error, explained as [`open`]
+/// explains it), or hyper's failure on the request.
+///
+/// [`open`]: connect::open
+fn send_failure(endpoint: &Endpoint, e: &hyper_util::client::legacy::Error) -> ClientError {
+    let source = std::error::Error::source(e);
+    if let Some(net) = source.and_then(|s| s.downcast_ref::<toolwright_net::Error>()) {
+        return connect::failure(net, &endpoint.roots, &endpoint.host, endpoint.port);
+    }
+    match source.and_then(|s| s.downcast_ref::<hyper::Error>()) {
+        Some(h) => request_failure(endpoint, h),
+        None => io_err(
+            endpoint,
+            "sending a request to",
+            &source.map_or_else(|| e.to_string(), ToString::to_string),
+        ),
+    }
+}
+
+/// The HTTP request of one exchange: the endpoint's path, the accepted media types, the
+/// JSON body if any, and the exchange's headers. (`Host` is the pool's to set from the
+/// URI, or the caller's on a connection of its own.)
 fn build_request(
     endpoint: &Endpoint,
     ex: &Exchange<'_>,
@@ -195,7 +286,6 @@ fn build_request(
     let mut request = Request::builder()
         .method(ex.method.clone())
         .uri(endpoint.path.as_str())
-        .header(HOST, endpoint.authority.as_str())
         .header(ACCEPT, "application/json, text/event-stream");
     if ex.body.is_some() {
         request = request.header(CONTENT_TYPE, "application/json");
@@ -215,6 +305,9 @@ async fn read_reply(
     on_message: &mut (dyn FnMut(Message) + Send),
 ) -> Result<Reply, ClientError> {
     let status = response.status().as_u16();
+    if let Some(on_head) = ex.on_head {
+        on_head(status);
+    }
     let headers = response.headers();
     let session_id = headers
         .get("mcp-session-id")

@@ -31,9 +31,10 @@ fn open(
             tokio::spawn(read(Arc::downgrade(&inner), stdout));
             inner
         }
-        Target::Http { url } => Arc::new(new(Link::Http(HttpLink {
-            endpoint: Endpoint::parse(url, &options.connect.tls)?,
-        }))),
+        Target::Http { url } => Arc::new(new(Link::Http(HttpLink::new(Endpoint::parse(
+            url,
+            &options.connect.tls,
+        )?)))),
     })
 }
 

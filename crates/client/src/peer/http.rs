@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::Method;
+use tokio::sync::watch;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId, Response};
 use toolwright_protocol::headers::encode_value;
 
@@ -15,9 +16,69 @@ use crate::auth::Challenge;
 use crate::http::{Answer, Endpoint, Exchange, Reply, exchange};
 use crate::{ClientError, Era};
 
-/// Where the server is.
+/// Where the server is, and how far the legacy GET stream has got.
 pub(super) struct HttpLink {
     pub endpoint: Endpoint,
+    get_stream: watch::Sender<GetStream>,
+}
+
+/// How far the legacy GET stream has got. A server may send its own requests and
+/// notifications only on that stream, and drops them while it is not open (the
+/// TypeScript SDK does), so the first requests after the handshake wait, briefly, for
+/// its first answer: a request that is answered before the stream opens could otherwise
+/// lose the server's question about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GetStream {
+    /// No legacy session yet: nothing to wait for.
+    NotStarted,
+    /// The session is up and its stream is being opened.
+    Opening,
+    /// The stream's first attempt was answered (open, refused or failed).
+    Settled,
+}
+
+/// The longest a request waits for the GET stream to open.
+const GET_STREAM_WAIT: Duration = Duration::from_secs(2);
+
+impl HttpLink {
+    /// The link to `endpoint`.
+    pub(super) fn new(endpoint: Endpoint) -> HttpLink {
+        HttpLink {
+            endpoint,
+            get_stream: watch::Sender::new(GetStream::NotStarted),
+        }
+    }
+
+    /// A legacy session began: its GET stream is about to be opened (the first time only;
+    /// a renewed session keeps the stream's loop).
+    fn session_began(&self) {
+        self.get_stream.send_if_modified(|s| {
+            let first = *s == GetStream::NotStarted;
+            if first {
+                *s = GetStream::Opening;
+            }
+            first
+        });
+    }
+
+    /// The GET stream's first attempt was answered.
+    fn stream_settled(&self) {
+        self.get_stream.send_if_modified(|s| {
+            let changed = *s != GetStream::Settled;
+            *s = GetStream::Settled;
+            changed
+        });
+    }
+
+    /// Waits (at most [`GET_STREAM_WAIT`]) while the GET stream is being opened.
+    async fn stream_opened(&self) {
+        if *self.get_stream.borrow() != GetStream::Opening {
+            return;
+        }
+        let mut rx = self.get_stream.subscribe();
+        let opened = rx.wait_for(|s| *s != GetStream::Opening);
+        let _ = tokio::time::timeout(GET_STREAM_WAIT, opened).await;
+    }
 }
 
 impl Inner {
@@ -70,6 +131,9 @@ impl Inner {
         handler: &Arc<dyn PeerHandler>,
     ) -> Result<(Reply, Option<String>), ClientError> {
         let (method, name, extra) = call;
+        if !matches!(method, "initialize" | "notifications/initialized") {
+            h.stream_opened().await;
+        }
         let (headers, session) = self.http_headers(Some(method), name, extra);
         let origin = Origin::Http(Arc::clone(handler));
         let ex = Exchange {
@@ -78,6 +142,8 @@ impl Inner {
             id,
             headers: &headers,
             rpc_method: method,
+            alone: false,
+            on_head: None,
         };
         let reply = self
             .send(h, ex, &mut |m| self.on_message(m, &origin))
@@ -107,6 +173,8 @@ impl Inner {
                 id: ex.id,
                 headers: &headers,
                 rpc_method: ex.rpc_method,
+                alone: ex.alone,
+                on_head: ex.on_head,
             };
             let reply = exchange(&h.endpoint, attempt, on_message).await?;
             let Some(auth) = auth.filter(|_| refused(&reply)) else {
@@ -171,6 +239,7 @@ impl Inner {
             && let Some(sid) = &reply.session_id
         {
             self.state.write().session_id = Some(sid.clone());
+            h.session_began();
         }
         if reply.status == 401 || refused(&reply) {
             return Err(unauthorized(method, &reply));
@@ -212,6 +281,8 @@ impl Inner {
                 id: Some(id),
                 headers: &headers,
                 rpc_method: method,
+                alone: false,
+                on_head: None,
             };
             let next = self
                 .send(h, ex, &mut |m| self.on_message(m, &origin))
@@ -263,6 +334,8 @@ impl Inner {
             id: None,
             headers: &headers,
             rpc_method: "a response",
+            alone: false,
+            on_head: None,
         };
         let origin = Origin::Http(Arc::clone(&self.handler));
         let _ = self.send(h, ex, &mut |m| self.on_message(m, &origin)).await;
@@ -282,29 +355,57 @@ impl Inner {
 }
 
 /// The legacy GET stream: the server's messages that belong to no request (list changes,
-/// requests of its own), re-opened while the peer lives. A 405 means the server offers
-/// none; a 404 for the session we have, that it is gone.
+/// requests of its own), on a connection of its own, re-opened while the peer lives. When
+/// it drops (the server ended it or the connection broke), it is opened again after the
+/// stream's `retry` or a backoff ([`Resumption::wait`]), naming the last event id it
+/// received in `Last-Event-ID`, so that a server that keeps its events replays those sent
+/// while it was down. A 405 means the server offers none. A 404 for the session we have
+/// means the session is gone: one the stream had been open on is renewed (as a request's
+/// 404 renews it) and the stream opened on the new one; otherwise the stream stops.
 pub(super) async fn get_stream(inner: Arc<Inner>) {
     let super::route::Link::Http(h) = &inner.link else {
         return;
     };
     let origin = Origin::Http(Arc::clone(&inner.handler));
     let mut backoff = Backoff::default();
+    let mut resumption = Resumption::default();
     loop {
-        let (headers, session) = inner.http_headers(None, None, &[]);
-        let ex = Exchange::bodiless(Method::GET, &headers, "the GET stream");
-        let started = Instant::now();
-        let mut on_message = |m: Message| inner.on_message(m, &origin);
-        let reply = tokio::select! {
-            r = inner.send(h, ex, &mut on_message) => r,
-            () = inner.shutdown.cancelled() => return,
+        let current = inner.state.read().session_id.clone();
+        let extra = resumption.headers(current.as_deref());
+        let (headers, session) = inner.http_headers(None, None, &extra);
+        let settled = |_status: u16| h.stream_settled();
+        let ex = Exchange {
+            on_head: Some(&settled),
+            ..Exchange::bodiless(Method::GET, &headers, "the GET stream").alone()
         };
+        let started = Instant::now();
+        let mut messages = 0usize;
+        let reply = {
+            let mut on_message = |m: Message| {
+                messages += 1;
+                inner.on_message(m, &origin);
+            };
+            tokio::select! {
+                r = inner.send(h, ex, &mut on_message) => r,
+                () = inner.shutdown.cancelled() => return,
+            }
+        };
+        h.stream_settled(); // also when no answer came
         let wait = match reply {
             Ok(r) if r.status == 405 => return,
-            Ok(r) if r.status == 404 && inner.state.read().session_id == session => return,
+            Ok(r) if r.status == 404 && inner.state.read().session_id == session => {
+                let Some(stale) = session.filter(|_| resumption.opened) else {
+                    return;
+                };
+                if inner.renew_session(&stale).await.is_err() {
+                    return;
+                }
+                continue;
+            }
             Ok(r) if r.status < 300 => {
                 backoff.lasted(started.elapsed());
-                r.retry.unwrap_or_else(|| backoff.next())
+                resumption.saw(&r);
+                resumption.wait(messages > 0, &mut backoff)
             }
             _ => backoff.next(),
         };
@@ -314,6 +415,68 @@ pub(super) async fn get_stream(inner: Arc<Inner>) {
         }
     }
 }
+
+/// What the GET stream of one session carries over when it is opened again: the last
+/// event id it received and the last `retry` it was given.
+#[derive(Debug, Default)]
+struct Resumption {
+    /// The session these belong to.
+    session: Option<String>,
+    /// Whether a GET stream has been open (2xx) on it.
+    opened: bool,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+impl Resumption {
+    /// The `Last-Event-ID` header of a GET stream on `session`. A different session
+    /// (renewed) starts afresh: another session's event ids mean nothing to the server.
+    fn headers(&mut self, session: Option<&str>) -> Vec<(String, String)> {
+        if self.session.as_deref() != session {
+            *self = Resumption {
+                session: session.map(str::to_owned),
+                ..Resumption::default()
+            };
+        }
+        self.last_event_id
+            .iter()
+            .map(|l| ("Last-Event-ID".to_owned(), l.clone()))
+            .collect()
+    }
+
+    /// A stream on the session ended: keep its last event id and `retry`, when it set
+    /// them (SSE keeps both across reconnections).
+    fn saw(&mut self, reply: &Reply) {
+        self.opened = true;
+        if let Some(id) = &reply.last_event_id {
+            self.last_event_id = Some(id.clone());
+        }
+        if let Some(retry) = reply.retry {
+            self.retry = Some(retry);
+        }
+    }
+
+    /// How long to wait before opening the stream again. A stream that carried messages
+    /// worked: after the server's `retry` (at most [`MAX_RETRY`], at least
+    /// [`MIN_RETRY`]), else at once after [`MIN_RETRY`], the backoff starting over. One
+    /// that carried nothing waits out the backoff too, so that a server that ends every
+    /// stream at once is not asked again and again.
+    fn wait(&self, carried: bool, backoff: &mut Backoff) -> Duration {
+        let retry = self.retry.map(|r| r.clamp(MIN_RETRY, MAX_RETRY));
+        if carried {
+            *backoff = Backoff::default();
+            retry.unwrap_or(MIN_RETRY)
+        } else {
+            retry.unwrap_or_default().max(backoff.next())
+        }
+    }
+}
+
+/// The longest `retry` a server's stream is obeyed for.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// The shortest wait before the GET stream is opened again.
+const MIN_RETRY: Duration = Duration::from_millis(50);
 
 /// How many times a request's closed SSE stream is resumed with GET.
 const MAX_RESUMES: usize = 5;
