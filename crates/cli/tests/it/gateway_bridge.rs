@@ -4,9 +4,9 @@
 //! `sampling/createMessage` in the middle of a call and count, on the upstream's side, how
 //! many times each was run.
 //!
-//! - A modern client (raw JSON-RPC, 2026-07-28 in `_meta`) is asked through
-//!   `input_required` and answers on its retry; the upstream call waits across the round
-//!   trip, so it runs once, however many questions it asks.
+//! - A modern client (raw JSON-RPC, 2026-07-28 in `_meta`, over stdio and HTTP) is asked
+//!   through `input_required` and answers on its retry; the upstream call waits across the
+//!   round trip, so it runs once, however many questions it asks.
 //! - A legacy client is asked with a real request in the middle of the call, as before.
 //! - An upstream that withdraws its own request (`notifications/cancelled`) has the request
 //!   relayed to the client withdrawn too, and gets no response to it, even when the client
@@ -253,6 +253,66 @@ fn a_call_that_timed_out_while_it_waited_runs_again_on_the_retry() {
     let got = peer_result(&r);
     assert_eq!(got["answers"][0]["content"]["name"], "Ada", "{r}");
     assert_eq!(got["runs"], 2, "the ended call was run again: {r}");
+}
+
+/// The JSON-RPC response with `id` in an HTTP reply (a JSON body or an event stream).
+fn http_response(r: &crate::http_client::Resp, id: i64) -> Value {
+    let body = String::from_utf8_lossy(&r.body);
+    let is_it = |v: &Value| v["id"] == id && v.get("method").is_none();
+    if let Ok(v) = serde_json::from_str::<Value>(&body)
+        && is_it(&v)
+    {
+        return v;
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(is_it)
+        .unwrap_or_else(|| panic!("no response to {id} in HTTP {}: {body}", r.status))
+}
+
+#[test]
+fn a_modern_client_over_http_is_answered_in_the_same_run() {
+    use crate::http_client::{HttpServer, modern_headers, modern_request};
+    let Some(peer) = asking_peer() else { return };
+    let config = Config::new(&peer);
+    let path = s(&config.path());
+    let gw = HttpServer::start(&["--no-watch", "--config", &path]);
+    // (A first request before the upstream's first listing waits out the gateway's 20 s
+    // start-up wait over HTTP today, hence the long deadline.)
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = gw.post(
+            &modern_headers("tools/list", None),
+            &modern_request(1, "tools/list", json!({})),
+        );
+        if String::from_utf8_lossy(&r.body).contains("asker__ask_name") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never listed: {}", r.status);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let call = |id: i64, extra: Value| {
+        let mut body = modern_request(id, "tools/call", json!({"name": "asker__ask_name"}));
+        body["params"]["arguments"] = json!({});
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({"elicitation": {}});
+        if let Value::Object(extra) = extra {
+            body["params"].as_object_mut().unwrap().extend(extra);
+        }
+        let r = gw.post(
+            &modern_headers("tools/call", Some("asker__ask_name")),
+            &body,
+        );
+        http_response(&r, id)
+    };
+    let r = call(2, json!({}));
+    let (key, request, state) = one_question(&r);
+    assert_eq!(request["method"], "elicitation/create", "{r}");
+    let r = call(3, retry(&key, accept("name", "Ada"), state));
+    let got = peer_result(&r);
+    assert_eq!(got["answers"][0]["content"]["name"], "Ada", "{r}");
+    assert_eq!(got["runs"], 1, "the upstream ran the tool once: {r}");
 }
 
 /// A legacy client (2025-06-18) that declared `capabilities`, on a gateway just started.
