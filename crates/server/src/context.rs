@@ -367,3 +367,22 @@ impl ToolContext {
         Ok((!uris.is_empty()).then_some(uris))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_carried_value_is_sealed_with_the_answers_and_read_back_from_them() {
+        let ctx = ToolContext::detached(Vec::new(), None);
+        assert_eq!(ctx.carried(), None, "nothing came from an earlier round");
+        ctx.carry(json!("token"));
+        let sealed = ctx.answers();
+        assert_eq!(sealed.get(crate::mrtr::CARRIED), Some(&json!("token")));
+
+        // The next round's context is made from what was sealed.
+        let mut next = ToolContext::detached(Vec::new(), None);
+        Arc::get_mut(&mut next.inner).unwrap().inputs.answers = sealed;
+        assert_eq!(next.carried(), Some(&json!("token")));
+    }
+}
