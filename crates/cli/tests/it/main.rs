@@ -22,6 +22,7 @@ mod gateway;
 mod gateway_bridge;
 mod gateway_config;
 mod gateway_first_use;
+mod gateway_http_upstream;
 mod gateway_live;
 mod hardening_process;
 mod hardening_surfaces;
