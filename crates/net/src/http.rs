@@ -429,4 +429,72 @@ mod tests {
         );
         drop(server.await.unwrap());
     }
+
+    /// A TLS server that agrees `h2` by ALPN gets one connection, and the requests after
+    /// the first are multiplexed on it.
+    #[tokio::test]
+    async fn an_https_server_that_agrees_h2_is_one_multiplexed_connection() {
+        use hyper::server::conn::http2;
+        use std::sync::atomic::AtomicUsize;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let der = cert.der().clone();
+        let private = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        let mut server = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![der.clone()], private)
+        .unwrap();
+        server.alpn_protocols = vec![tls::H2.to_vec(), tls::HTTP1.to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                counter.fetch_add(1, Ordering::SeqCst);
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let tls = acceptor.accept(tcp).await.unwrap();
+                    let answer = hyper::service::service_fn(|r: Request<Incoming>| async move {
+                        let text = format!("{:?}", r.version());
+                        Ok::<_, std::convert::Infallible>(Response::new(text))
+                    });
+                    let _ = http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), answer)
+                        .await;
+                });
+            }
+        });
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(der).unwrap();
+        let config = tls::client_config(roots, &[tls::H2, tls::HTTP1]);
+        let pool: Pool<Connector, String> = Pool::new(Connector::new(AddressPolicy::ANY, config));
+        let url = format!("https://localhost:{port}/");
+        let get = |pool: Pool<Connector, String>, url: String| async move {
+            use http_body_util::BodyExt;
+            let request = Request::get(url).body(String::new()).unwrap();
+            let response = pool.send(request).await.unwrap();
+            let version = response.version();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (version, String::from_utf8_lossy(&body).into_owned())
+        };
+        let h2 = (hyper::Version::HTTP_2, "HTTP/2.0".to_owned());
+        assert_eq!(get(pool.clone(), url.clone()).await, h2);
+        let calls: Vec<_> = (0..8)
+            .map(|_| tokio::spawn(get(pool.clone(), url.clone())))
+            .collect();
+        for call in calls {
+            assert_eq!(call.await.unwrap(), h2);
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection");
+    }
 }
