@@ -4,7 +4,8 @@
 //! `sampling/createMessage` in the middle of a call and count, on the upstream's side, how
 //! many times each was run.
 //!
-//! - A modern client (raw JSON-RPC, 2026-07-28 in `_meta`, over stdio and HTTP) is asked
+//! - A modern client (raw JSON-RPC, 2026-07-28 in `_meta`, over stdio and HTTP; and the
+//!   official Python 2.3 and TypeScript 2.x SDK clients through their drivers) is asked
 //!   through `input_required` and answers on its retry; the upstream call waits across the
 //!   round trip, so it runs once, however many questions it asks.
 //! - A legacy client is asked with a real request in the middle of the call, as before.
@@ -313,6 +314,71 @@ fn a_modern_client_over_http_is_answered_in_the_same_run() {
     let got = peer_result(&r);
     assert_eq!(got["answers"][0]["content"]["name"], "Ada", "{r}");
     assert_eq!(got["runs"], 1, "the upstream ran the tool once: {r}");
+}
+
+/// The official modern SDK clients' drivers (Python `mcp` 2.3, TypeScript 2.x), those
+/// installed (a missing one skips with a message, or fails under CI).
+fn modern_sdk_drivers() -> Vec<(&'static str, Vec<String>)> {
+    let root = crate::util::repo_root();
+    let python = root.join("tests/peers-modern/.venv/bin/python");
+    let py = available(
+        "python mcp 2.3 client",
+        vec![s(&python), s(&root.join("tests/peers-modern/py_client.py"))],
+        std::slice::from_ref(&python),
+    );
+    let node = root.join("tests/node");
+    let ts = available(
+        "TypeScript SDK client (client)",
+        vec!["node".into(), s(&node.join("gateway_client.mjs"))],
+        &[node.join("node_modules/@modelcontextprotocol/client/package.json")],
+    )
+    .map(|mut argv| {
+        argv.extend(["--sdk".to_owned(), "v2".to_owned()]);
+        argv
+    });
+    [("python", py), ("typescript", ts)]
+        .into_iter()
+        .filter_map(|(name, argv)| Some((name, argv?)))
+        .collect()
+}
+
+#[test]
+fn the_official_modern_clients_get_two_questions_answered_in_one_run() {
+    let Some(peer) = asking_peer() else { return };
+    for (sdk, driver) in modern_sdk_drivers() {
+        let config = Config::new(&peer);
+        let gateway = vec![
+            s(&crate::util::bin()),
+            "serve".into(),
+            "--no-watch".into(),
+            "--config".into(),
+            s(&config.path()),
+        ];
+        let answer = json!({"action": "accept", "content": {"name": "Ada", "colour": "blue"}});
+        let list = json!({"op": "list"});
+        let call = json!({"op": "call", "name": "asker__ask_twice", "arguments": {}});
+        let ready = json!({"op": "until_ok", "within_ms": 30000, "step": list});
+        let out = std::process::Command::new(&driver[0])
+            .args(&driver[1..])
+            .args(["--era", "modern", "--elicit", &answer.to_string()])
+            .args(["--stdio", &serde_json::to_string(&gateway).unwrap()])
+            .args([ready.to_string(), call.to_string()])
+            .output()
+            .expect("the driver runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout.lines().last().unwrap_or_default();
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+            panic!(
+                "{sdk}: no JSON report ({e}): {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let result = json!({"result": v["steps"][1]["result"]});
+        let got = peer_result(&result);
+        assert_eq!(got["answers"][1]["content"]["colour"], "blue", "{sdk}: {v}");
+        assert_eq!(got["runs"], 1, "{sdk}: the upstream ran the tool once: {v}");
+        assert_eq!(runs_in_events(&config.events(), "ask_twice"), 1, "{sdk}");
+    }
 }
 
 /// A legacy client (2025-06-18) that declared `capabilities`, on a gateway just started.
