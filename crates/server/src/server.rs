@@ -108,20 +108,32 @@ impl Server {
     }
 
     /// Returns once the start-up tools are registered (at once for `Server::new`),
-    /// registering them here if nothing has started to.
+    /// registering them here if nothing has started to. On a worker of a multi-threaded
+    /// runtime the wait gives up the worker's place first, so tasks the registration waits
+    /// for (a gateway listing its upstreams, on the runtime the transport serves on) run.
     pub fn wait_ready(&self) {
         if self.inner.ready.get().is_some() {
             return;
         }
-        let pending = self.start_up().take();
-        match pending {
-            Some(register) => {
-                register(self);
-                let _ = self.inner.ready.set(());
+        let wait = || {
+            let pending = self.start_up().take();
+            match pending {
+                Some(register) => {
+                    register(self);
+                    let _ = self.inner.ready.set(());
+                }
+                None => {
+                    self.inner.ready.wait();
+                }
             }
-            None => {
-                self.inner.ready.wait();
-            }
+        };
+        let on_worker = tokio::task::try_id().is_some()
+            && tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if on_worker {
+            tokio::task::block_in_place(wait);
+        } else {
+            wait();
         }
     }
 

@@ -3,8 +3,12 @@
 //! Reading happens on one blocking thread: it reads large chunks, splits them into lines,
 //! and handles each line right there. Replies that are ready at once are collected and
 //! written with one `write` per chunk read, so a pipelined client costs one syscall per
-//! batch, not per message. Calls that must wait run as tokio tasks and write their own
-//! replies. Every write goes through one mutex around the output, so lines never interleave.
+//! batch, not per message. Calls that must wait run as tokio tasks; their replies (and
+//! what any task sends) are queued, and one flush task, scheduled when the queue was empty,
+//! writes the whole queue in one `write` after the tasks that were ready with it have run:
+//! a burst of forwarded answers leaves in one syscall, not one each. Every write goes
+//! through one mutex around the output, so lines never interleave, and the reader's own
+//! batch writes what is queued first, so a call's notifications precede its reply.
 
 use crate::reply::{Handled, Spent};
 use crate::server::Server;
@@ -18,23 +22,113 @@ use tokio_util::task::TaskTracker;
 use toolwright_jsonrpc::{ErrorObject, FrameError, LineDecoder};
 use toolwright_protocol::Method;
 
+/// Most bytes queued for the flush task; past it a sender writes itself (waiting for the
+/// client to read), so a client that stops reading holds up senders instead of memory.
+const MAX_QUEUED: usize = 4 << 20;
+
 struct LineWriter<W> {
-    out: Mutex<W>,
+    out: Mutex<Out<W>>,
+    queue: Mutex<Queued>,
+}
+
+/// The output, and the buffer the queue is swapped into to be written (kept, so a burst
+/// does not grow a fresh one each time).
+struct Out<W> {
+    w: W,
+    spare: Vec<u8>,
+}
+
+/// Lines sent by tasks, waiting for the flush task.
+#[derive(Default)]
+struct Queued {
+    lines: Vec<u8>,
+    /// A flush task is scheduled and has not taken the lines yet.
+    scheduled: bool,
 }
 
 impl<W: Write + Send + 'static> LineWriter<W> {
+    fn new(out: W) -> Self {
+        LineWriter {
+            out: Mutex::new(Out {
+                w: out,
+                spare: Vec::new(),
+            }),
+            queue: Mutex::new(Queued::default()),
+        }
+    }
+
+    /// Writes what is queued, then `bytes`.
     fn write(&self, bytes: &[u8]) {
+        self.write_out(bytes, false);
+    }
+
+    /// Writes everything queued (the flush task).
+    fn flush_queued(&self) {
+        self.write_out(&[], true);
+    }
+
+    /// Takes the queue (clearing `scheduled` for the flush task) and writes it, then
+    /// `bytes`, in one `write` when both have something.
+    fn write_out(&self, bytes: &[u8], flushing: bool) {
         let mut out = self.out.lock();
-        let result = out.write_all(bytes).and_then(|_| out.flush());
+        let out = &mut *out;
+        {
+            let mut q = self.queue.lock();
+            if flushing {
+                q.scheduled = false;
+            }
+            std::mem::swap(&mut q.lines, &mut out.spare);
+        }
+        let result = if out.spare.is_empty() {
+            write_all(&mut out.w, bytes)
+        } else {
+            out.spare.extend_from_slice(bytes);
+            write_all(&mut out.w, &out.spare)
+        };
+        out.spare.clear();
         if let Err(e) = result {
             tracing::debug!("could not write to the client: {e}");
         }
     }
 }
 
-impl<W: Write + Send + 'static> Outbound for LineWriter<W> {
+fn write_all(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    out.write_all(bytes)?;
+    out.flush()
+}
+
+impl<W: Write + Send + 'static> Outbound for Arc<LineWriter<W>> {
     fn send(&self, line: Vec<u8>) {
-        self.write(&line);
+        // Outside a task (the reader thread, which batches its own) or with a full queue,
+        // the sender writes itself.
+        let runtime = match tokio::task::try_id() {
+            Some(_) => tokio::runtime::Handle::try_current().ok(),
+            None => None,
+        };
+        let Some(runtime) = runtime else {
+            return self.write(&line);
+        };
+        let spawn = {
+            let mut q = self.queue.lock();
+            if q.lines.len() >= MAX_QUEUED {
+                drop(q);
+                return self.write(&line);
+            }
+            q.lines.extend_from_slice(&line);
+            !std::mem::replace(&mut q.scheduled, true)
+        };
+        if spawn {
+            let me = self.clone();
+            // A task spawned here runs next on this worker (tokio's LIFO slot); yielding
+            // once puts it behind the calls already woken, whose replies then join it.
+            runtime.spawn(async move {
+                tokio::task::yield_now().await;
+                me.flush_queued();
+            });
+        }
     }
 }
 
@@ -302,10 +396,8 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
     mut runtime: Runtime<'_>,
 ) -> io::Result<()> {
     let mut entered = runtime.existing().map(tokio::runtime::Handle::enter);
-    let writer = Arc::new(LineWriter {
-        out: Mutex::new(output),
-    });
-    let sink: Arc<dyn Outbound> = writer.clone();
+    let writer = Arc::new(LineWriter::new(output));
+    let sink: Arc<dyn Outbound> = Arc::new(writer.clone());
     let session = server.new_session(sink.clone());
     let tracker = TaskTracker::new();
     let mut decoder = LineDecoder::new(server.config().limits.max_bytes);
