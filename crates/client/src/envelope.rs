@@ -2,7 +2,8 @@
 //! (requests, notifications, and its answers to server requests), and the messages it
 //! reads, under the same envelope rules the server applies.
 
-use serde_json::Value;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
 use toolwright_jsonrpc::{
     ErrorObject, Limits, Message, Parsed, RequestId, parse, write_error, write_notification,
     write_request, write_result,
@@ -13,6 +14,75 @@ pub(crate) fn request(id: &RequestId, method: &str, params: &Value) -> Vec<u8> {
     let mut line = Vec::new();
     write_request(&mut line, id, method, params).expect("a Value serializes");
     line
+}
+
+/// A request as one line, its params with the members of `metas` merged into their
+/// `_meta` (replacing those of the same name; the maps of `metas` name different members),
+/// written from borrowed parts: nothing is copied.
+pub(crate) fn request_with_meta(
+    id: &RequestId,
+    method: &str,
+    params: &Value,
+    metas: &[&Map<String, Value>],
+) -> Vec<u8> {
+    if metas.iter().all(|m| m.is_empty()) {
+        return request(id, method, params);
+    }
+    let mut line = Vec::with_capacity(128);
+    let params = WithMeta {
+        params: params.as_object(),
+        metas,
+    };
+    write_request(&mut line, id, method, &params).expect("a Value serializes");
+    line
+}
+
+/// Params with more `_meta` members, serialized as one object.
+struct WithMeta<'a> {
+    /// `None` when the params are not an object: they are then only the `_meta`.
+    params: Option<&'a Map<String, Value>>,
+    metas: &'a [&'a Map<String, Value>],
+}
+
+impl Serialize for WithMeta<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        let mut own = None;
+        for (k, v) in self.params.into_iter().flatten() {
+            if k == "_meta" {
+                own = v.as_object();
+            } else {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        let merged = MergedMeta {
+            own,
+            more: self.metas,
+        };
+        map.serialize_entry("_meta", &merged)?;
+        map.end()
+    }
+}
+
+/// The params' own `_meta` members that `more` does not replace, then `more`'s.
+struct MergedMeta<'a> {
+    own: Option<&'a Map<String, Value>>,
+    more: &'a [&'a Map<String, Value>],
+}
+
+impl Serialize for MergedMeta<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.own.into_iter().flatten() {
+            if !self.more.iter().any(|m| m.contains_key(k)) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        for (k, v) in self.more.iter().flat_map(|m| m.iter()) {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
 }
 
 /// A notification as one `\n`-terminated line.

@@ -224,7 +224,7 @@ async fn discover(inner: &Arc<Inner>, timeout: Duration) -> Result<Discovered, C
         cancel_upstream: false,
     };
     let result = inner
-        .request(Call::new("server/discover", json!({})), how)
+        .request(&Call::new("server/discover", json!({})), how)
         .await?;
     if let Some(detail) = not_modern(&result) {
         return Ok(Discovered::NotModern { detail });
@@ -255,7 +255,7 @@ pub(super) async fn initialize(inner: &Arc<Inner>) -> Result<(), ClientError> {
         "clientInfo": inner.options.connect.client_info,
     });
     let how = Send::timeout(inner.options.connect.request_timeout);
-    let result = inner.request(Call::new("initialize", params), how).await?;
+    let result = inner.request(&Call::new("initialize", params), how).await?;
     let offered = result
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -334,7 +334,7 @@ async fn listen(inner: Arc<Inner>, filter: Value) {
         };
         let started = std::time::Instant::now();
         tokio::select! {
-            _ = inner.request(call, how) => {}
+            _ = inner.request(&call, how) => {}
             () = inner.shutdown.cancelled() => return,
         }
         backoff.lasted(started.elapsed());

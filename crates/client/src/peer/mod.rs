@@ -281,7 +281,27 @@ impl Peer {
             .timeout
             .unwrap_or(self.inner().options.connect.request_timeout);
         self.inner()
-            .request(call, route::Send::timeout(timeout))
+            .request(&call, route::Send::timeout(timeout))
+            .await
+    }
+
+    /// [`request`](Self::request), returning the `result` object as the server wrote it
+    /// (checked to be an object, and in the modern era to have a `resultType` this client
+    /// knows), for a caller that passes it on without building it. `call` is only read,
+    /// so a caller that sends it again (another round) changes what it needs and no more.
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](Self::request).
+    pub async fn request_raw(
+        &self,
+        call: &Call,
+    ) -> Result<Box<serde_json::value::RawValue>, ClientError> {
+        let timeout = call
+            .timeout
+            .unwrap_or(self.inner().options.connect.request_timeout);
+        self.inner()
+            .request_raw(call, route::Send::timeout(timeout))
             .await
     }
 

@@ -28,9 +28,9 @@ pub struct Outgoing<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// How a message ended: the `result` object of a request, `None` for a notification that
-/// was delivered, or why there was no result.
-pub type Outcome<'a> = Result<Option<&'a Value>, &'a ClientError>;
+/// How a message ended: the `result` object of a request, as the server wrote it, `None`
+/// for a notification that was delivered, or why there was no result.
+pub type Outcome<'a> = Result<Option<&'a serde_json::value::RawValue>, &'a ClientError>;
 
 /// Watches what a peer sends. Set for the whole peer in
 /// [`PeerOptions::observer`](super::PeerOptions::observer), or for one request in

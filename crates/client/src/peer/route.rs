@@ -23,6 +23,9 @@ use crate::{ClientError, Era, Target, envelope};
 /// A JSON-RPC outcome as it arrived: the raw `result`, or the `error` object.
 pub(super) type RawOutcome = Result<Box<RawValue>, ErrorObject>;
 
+/// `_meta` members shared by many requests.
+type SharedMeta = Arc<Map<String, Value>>;
+
 /// How one request is sent (beyond its [`Call`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Send {
@@ -112,6 +115,8 @@ pub(super) struct Inner {
     logins: AtomicUsize,
     /// Woken when a challenge ends.
     login_ended: tokio::sync::Notify,
+    /// The `_meta` members of modern requests, for the version they were made for.
+    modern_meta: Mutex<Option<(ProtocolVersion, SharedMeta)>>,
 }
 
 impl Inner {
@@ -144,6 +149,7 @@ impl Inner {
             reinit: tokio::sync::Mutex::new(()),
             logins: AtomicUsize::new(0),
             login_ended: tokio::sync::Notify::new(),
+            modern_meta: Mutex::new(None),
         }
     }
 
@@ -252,20 +258,33 @@ impl Inner {
     /// Sends `call` and returns its `result` object.
     pub(super) async fn request(
         self: &Arc<Self>,
-        call: Call,
+        call: &Call,
         how: Send,
     ) -> Result<Value, ClientError> {
+        let raw = self.request_raw(call, how).await?;
+        parse_result(&call.method, &raw)
+    }
+
+    /// Sends `call` and returns its `result` as the server wrote it (a JSON object; in the
+    /// modern era its `resultType` is one this client knows). `call` is only read: its
+    /// params are written into the request line with the peer's `_meta` merged in, never
+    /// copied, so a caller that sends it again (another round) keeps them as they were.
+    pub(super) async fn request_raw(
+        self: &Arc<Self>,
+        call: &Call,
+        how: Send,
+    ) -> Result<Box<RawValue>, ClientError> {
         let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let era = self.era();
-        let mut params = match call.params.clone() {
-            Value::Null => Value::Object(Map::new()),
+        let empty = Value::Object(Map::new());
+        let params = match &call.params {
+            Value::Null => &empty,
             p => p,
         };
+        // The modern members are the same for every request of a connection: made once.
+        let modern = (era == Era::Modern).then(|| self.modern_meta());
         let mut meta = Map::new();
-        if era == Era::Modern {
-            meta.extend(self.modern_meta());
-        }
-        let watch = self.watch(call.observer.as_ref(), &call.method, Some(&id), &params);
+        let watch = self.watch(call.observer.as_ref(), &call.method, Some(&id), params);
         if let Some(w) = &watch {
             meta.extend(
                 w.meta()
@@ -279,20 +298,19 @@ impl Inner {
             meta.insert("progressToken".to_owned(), Value::String(token.clone()));
             ProgressGuard { inner: self, token }
         });
-        if !meta.is_empty()
-            && let Some(obj) = params.as_object_mut()
-        {
-            match obj.get_mut("_meta").and_then(Value::as_object_mut) {
-                Some(m) => m.extend(meta),
-                None => {
-                    obj.insert("_meta".to_owned(), Value::Object(meta));
-                }
-            }
-        }
-        let line = envelope::request(&id, &call.method, &params);
-        let outcome = self.exchange(&call, (&id, era), &line, how, progress).await;
+        let metas: [&Map<String, Value>; 2] = [modern.as_deref().unwrap_or(&meta), &meta];
+        let metas = if modern.is_some() {
+            &metas[..]
+        } else {
+            &metas[1..]
+        };
+        let line = envelope::request_with_meta(&id, &call.method, params, metas);
+        let outcome = self.exchange(call, (&id, era), &line, how, progress).await;
         if let Some(w) = watch {
-            w.finish(outcome.as_ref().map(Some), self.session_id().as_deref());
+            w.finish(
+                outcome.as_ref().map(|raw| Some(&**raw)),
+                self.session_id().as_deref(),
+            );
         }
         outcome
     }
@@ -306,7 +324,7 @@ impl Inner {
         line: &[u8],
         how: Send,
         progress: Option<ProgressGuard<'_>>,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Box<RawValue>, ClientError> {
         let answer = async {
             match &self.link {
                 Link::Stdio(s) => self.stdio_request(s, id, line, call).await,
@@ -356,12 +374,25 @@ impl Inner {
         on_drop.armed = false;
         drop(progress);
         let raw = outcome?.map_err(|e| rpc_error(&call.method, e))?;
-        parse_result(&call.method, era, &raw)
+        check_result(&call.method, era, &raw)?;
+        Ok(raw)
     }
 
-    /// The `_meta` entries of every modern request.
-    fn modern_meta(&self) -> Map<String, Value> {
+    /// The `_meta` entries of every modern request, made once per protocol version.
+    fn modern_meta(&self) -> Arc<Map<String, Value>> {
         let version = self.state.read().version;
+        let mut cached = self.modern_meta.lock();
+        if let Some((v, m)) = &*cached
+            && *v == version
+        {
+            return m.clone();
+        }
+        let m = Arc::new(self.make_modern_meta(version));
+        *cached = Some((version, m.clone()));
+        m
+    }
+
+    fn make_modern_meta(&self, version: ProtocolVersion) -> Map<String, Value> {
         let m = json!({
             PROTOCOL_VERSION: version.as_str(),
             CLIENT_CAPABILITIES: self.options.capabilities,
@@ -396,7 +427,7 @@ impl Inner {
             );
         }
         let _guard = PendingGuard { inner: self, id };
-        if !link.send(line).await {
+        if !link.send(line) {
             // The server is gone. The reader sees its stdout close, keeps the last of its
             // stderr and fails every pending request, this one included, saying why: wait
             // for that rather than answer before the stderr is in.
@@ -452,7 +483,7 @@ impl Inner {
         let line = envelope::notification(method, &params);
         let sent = match &self.link {
             Link::Stdio(s) => {
-                if s.send(&line).await {
+                if s.send(&line) {
                     Ok(())
                 } else {
                     Err(self.closed_error(method))
@@ -614,7 +645,7 @@ impl Inner {
             let send = async {
                 match &inner.link {
                     Link::Stdio(s) => {
-                        s.send(&line).await;
+                        s.send(&line);
                     }
                     Link::Http(h) => inner.http_answer(h, &line).await,
                 }
@@ -683,21 +714,40 @@ pub(super) fn rpc_error(method: &str, err: ErrorObject) -> ClientError {
 
 /// A `result` as a JSON object; in the modern era its `resultType` must be one we know
 /// (`complete`, absent, or `input_required`, which is returned as is).
-fn parse_result(method: &str, era: Era, raw: &RawValue) -> Result<Value, ClientError> {
-    let bad = |detail: String| ClientError::Malformed {
+fn malformed(method: &str, detail: String) -> ClientError {
+    ClientError::Malformed {
         what: format!("{method} result"),
         detail,
-    };
-    let result: Value = serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
-    if !result.is_object() {
-        return Err(bad(format!("it is {result}, not an object")));
     }
-    if era == Era::Modern {
-        match result.get("resultType") {
-            None => {}
-            Some(Value::String(t)) if t == "complete" || t == "input_required" => {}
-            Some(other) => return Err(bad(format!("unknown resultType {other}"))),
-        }
+}
+
+/// The result, parsed (it was checked to be an object by [`check_result`]).
+fn parse_result(method: &str, raw: &RawValue) -> Result<Value, ClientError> {
+    serde_json::from_str(raw.get()).map_err(|e| malformed(method, e.to_string()))
+}
+
+/// The members of a result this client looks at before passing it on.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "resultType", borrow, default)]
+    result_type: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A result must be an object, and a modern one's `resultType` one this client knows;
+/// read without building the result.
+fn check_result(method: &str, era: Era, raw: &RawValue) -> Result<(), ClientError> {
+    let text = raw.get();
+    if !text.trim_start().starts_with('{') {
+        return Err(malformed(method, format!("it is {text}, not an object")));
     }
-    Ok(result)
+    let head: Head<'_> =
+        serde_json::from_str(text).map_err(|e| malformed(method, e.to_string()))?;
+    if era == Era::Modern
+        && let Some(t) = head.result_type
+        && t != "complete"
+        && t != "input_required"
+    {
+        return Err(malformed(method, format!("unknown resultType \"{t}\"")));
+    }
+    Ok(())
 }

@@ -1,6 +1,9 @@
 //! The stdio link: a child process, one JSON-RPC message per line each way. One reader
-//! task dispatches everything the child writes; writes are serialized by a lock on its
-//! stdin.
+//! task dispatches everything the child writes. Lines to the child are queued and one
+//! writer task writes them: while it is busy writing, later lines gather in the queue and
+//! go in its next `write`, so a burst of calls costs one syscall (and one wake-up of the
+//! child) rather than one per line, and the writer is woken only when it was idle. A call
+//! dropped half-way cannot leave half a line in the pipe either, since it never writes.
 //!
 //! The server runs in a process group of its own, which ends with the link: closing it
 //! closes stdin and, after a grace, kills the group (a wrapper such as `npx` and the
@@ -24,10 +27,30 @@ use crate::{ClientError, envelope};
 /// How much of the server's stderr is kept for error messages.
 const STDERR_KEEP: usize = 4096;
 
+/// Lines waiting for the writer task.
+#[derive(Default)]
+struct Outbox {
+    /// Whole lines, in the order they were sent.
+    queued: Vec<u8>,
+    /// The writer waits for work: the next line wakes it.
+    idle: bool,
+    /// Nothing more is accepted: stdin is closing, or a write failed.
+    closed: bool,
+}
+
+/// The queue to the child's stdin, shared by the link and its writer task.
+#[derive(Default)]
+struct Queue {
+    outbox: Mutex<Outbox>,
+    wake: tokio::sync::Notify,
+}
+
 /// A running server process.
 pub(super) struct StdioLink {
     program: String,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    queue: Arc<Queue>,
+    /// The writer task; it ends once the queue is closed and drained.
+    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
     child: tokio::sync::Mutex<Child>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     /// The task copying stderr; it ends when the server closes stderr.
@@ -40,6 +63,9 @@ pub(super) struct StdioLink {
 
 impl Drop for StdioLink {
     fn drop(&mut self) {
+        // The writer ends too (it holds only the queue and stdin).
+        self.queue.outbox.lock().closed = true;
+        self.queue.wake.notify_one();
         self.kill_group();
     }
 }
@@ -75,7 +101,9 @@ impl StdioLink {
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .and_then(Pid::from_raw);
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let queue = Arc::new(Queue::default());
+        let writer = tokio::spawn(write_queued(queue.clone(), stdin));
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut pipe = child.stderr.take().expect("stderr is piped");
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_KEEP)));
@@ -95,7 +123,8 @@ impl StdioLink {
         });
         let link = StdioLink {
             program: program.to_owned(),
-            stdin: tokio::sync::Mutex::new(stdin),
+            queue,
+            writer: Mutex::new(Some(writer)),
             child: tokio::sync::Mutex::new(child),
             stderr,
             stderr_task: Mutex::new(Some(stderr_task)),
@@ -128,23 +157,34 @@ impl StdioLink {
         }
     }
 
-    /// Writes one `\n`-terminated line; false when the child's stdin is gone.
-    pub(super) async fn send(&self, line: &[u8]) -> bool {
-        let mut stdin = self.stdin.lock().await;
-        let Some(pipe) = stdin.as_mut() else {
-            return false;
+    /// Queues one `\n`-terminated line for the child; false when its stdin is gone (a
+    /// write failed, or the link is closing).
+    pub(super) fn send(&self, line: &[u8]) -> bool {
+        let wake = {
+            let mut out = self.queue.outbox.lock();
+            if out.closed {
+                return false;
+            }
+            out.queued.extend_from_slice(line);
+            std::mem::take(&mut out.idle)
         };
-        if pipe.write_all(line).await.is_err() || pipe.flush().await.is_err() {
-            stdin.take();
-            return false;
+        if wake {
+            self.queue.wake.notify_one();
         }
         true
     }
 
-    /// Closes stdin, waits up to `grace` for the process to exit, then kills its process
-    /// group (what it started too) and waits for it.
+    /// Closes stdin (after what is queued is written), waits up to `grace` for the process
+    /// to exit, then kills its process group (what it started too) and waits for it.
     pub(super) async fn close(&self, grace: Duration) {
-        self.stdin.lock().await.take();
+        self.queue.outbox.lock().closed = true;
+        self.queue.wake.notify_one();
+        let writer = self.writer.lock().take();
+        if let Some(writer) = writer {
+            // The writer drops stdin once the queue is drained; a child that reads nothing
+            // cannot hold this up past the grace.
+            let _ = tokio::time::timeout(grace, writer).await;
+        }
         let mut child = self.child.lock().await;
         let exited = tokio::time::timeout(grace, child.wait()).await.is_ok();
         self.kill_group();
@@ -177,6 +217,37 @@ impl StdioLink {
             Err(_) => "was closed".to_owned(),
         };
         *self.exit.lock() = Some(status);
+    }
+}
+
+/// The writer task: writes what is queued, all of it in one `write_all`, until the queue
+/// is closed and drained or a write fails (the child's stdin is gone: the reader sees the
+/// child's end and fails the calls, with its stderr).
+async fn write_queued(queue: Arc<Queue>, mut stdin: ChildStdin) {
+    let mut batch = Vec::new();
+    loop {
+        {
+            let mut out = queue.outbox.lock();
+            if out.queued.is_empty() {
+                if out.closed {
+                    break;
+                }
+                out.idle = true;
+            } else {
+                std::mem::swap(&mut out.queued, &mut batch);
+            }
+        }
+        if batch.is_empty() {
+            queue.wake.notified().await;
+            continue;
+        }
+        if stdin.write_all(&batch).await.is_err() {
+            let mut out = queue.outbox.lock();
+            out.closed = true;
+            out.queued = Vec::new();
+            break;
+        }
+        batch.clear();
     }
 }
 
