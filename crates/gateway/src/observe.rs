@@ -141,9 +141,7 @@ impl Watch for Watched {
             o.set_error_message(message);
         }
         o.finish(match outcome {
-            Ok(Some(v)) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
-                Ended::ToolError
-            }
+            Ok(Some(raw)) if said_is_error(raw) => Ended::ToolError,
             Ok(_) => Ended::Ok,
             Err(ClientError::Rpc { code, .. }) => Ended::RpcError(*code),
             Err(ClientError::Cancelled { .. }) => Ended::Cancelled,
@@ -151,6 +149,16 @@ impl Watch for Watched {
             Err(_) => Ended::Failed("transport_error"),
         });
     }
+}
+
+/// Whether a result says `isError: true`, read without building it.
+pub(crate) fn said_is_error(raw: &serde_json::value::RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct IsError {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<IsError>(raw.get()).is_ok_and(|r| r.is_error == Some(true))
 }
 
 fn address_of(url: &str) -> Option<Address> {

@@ -25,6 +25,7 @@
 use crate::upstream::{Offered, Upstream};
 use parking_lot::Mutex;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -55,7 +56,7 @@ static PARKED: LazyLock<Parked<Bridged>> = LazyLock::new(|| Parked::new(MAX_PARK
 type Answer = Result<Value, ErrorObject>;
 
 /// The upstream's answer to the forwarded call.
-type CallFuture = Pin<Box<dyn Future<Output = Result<Value, ClientError>> + Send>>;
+type CallFuture = Pin<Box<dyn Future<Output = Result<Box<RawValue>, ClientError>> + Send>>;
 
 /// A question the upstream asked during the call, and where its answer goes.
 struct Question {
@@ -129,7 +130,7 @@ impl Bridged {
         }
         let peer = peer.clone();
         Bridged {
-            call: Box::pin(async move { peer.request(call).await }),
+            call: Box::pin(async move { peer.request_raw(&call).await }),
             spawned: false,
             ended: Arc::default(),
             questions,
@@ -158,7 +159,7 @@ impl Bridged {
     pub(crate) async fn outcome(
         mut self,
         ctx: &ToolContext,
-    ) -> Result<Result<Value, ClientError>, ToolError> {
+    ) -> Result<Result<Box<RawValue>, ClientError>, ToolError> {
         *self.relay.lock() = Some(ctx.clone());
         if !self.waiting.is_empty() {
             self.replay_answered(ctx).await;

@@ -22,11 +22,14 @@
 
 use crate::install::Prepared;
 use crate::upstream::Upstream;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::sync::Arc;
 use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, ProgressFn};
 use toolwright_jsonrpc::ErrorObject;
-use toolwright_protocol::{CallToolResult, LoggingLevel};
+use toolwright_protocol::{CallToolResult, LoggingLevel, ProtocolVersion};
 use toolwright_schema::format_violations;
 use toolwright_server::{
     ClientRequestError, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
@@ -125,8 +128,8 @@ impl UpstreamTool {
         {
             return Ok(refusal);
         }
-        let result = self.forward(args, &ctx).await?;
-        Ok(self.check_output(result, &ctx))
+        let (raw, upstream_version) = self.forward(args, &ctx).await?;
+        self.pass_on(raw, upstream_version, &ctx)
     }
 
     /// Asks the user to confirm the call; `Some` is the refusal to return.
@@ -167,8 +170,13 @@ impl UpstreamTool {
         }
     }
 
-    /// Sends the call upstream and answers what the upstream asks on the way.
-    async fn forward(&self, args: Value, ctx: &ToolContext) -> Result<CallToolResult, ToolError> {
+    /// Sends the call upstream and answers what the upstream asks on the way; returns the
+    /// final result as the upstream wrote it, and the protocol version it speaks.
+    async fn forward(
+        &self,
+        args: Value,
+        ctx: &ToolContext,
+    ) -> Result<(Box<RawValue>, ProtocolVersion), ToolError> {
         let peer = match self.upstream.peer().await {
             Ok(p) => p,
             Err(e) => return Err(ToolError::Failed(e.to_string())),
@@ -184,10 +192,19 @@ impl UpstreamTool {
             ctx: ctx.clone(),
             upstream: self.upstream.clone(),
         });
-        let progress = progress_relay(ctx);
         let headers = self.headers(&args, peer.era())?;
-        let mut params = json!({"name": self.tool.upstream_name, "arguments": args});
-        let watcher = crate::observe::Watcher::call(ctx, &self.upstream);
+        // One request, built once: a later round changes its params in place.
+        let mut call = Call {
+            method: "tools/call".into(),
+            params: json!({"name": self.tool.upstream_name, "arguments": args}),
+            name: Some(self.tool.upstream_name.clone()),
+            headers,
+            timeout: self.tool.timeout,
+            progress: progress_relay(ctx),
+            cancel: Some(cancel.clone()),
+            on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
+            observer: crate::observe::Watcher::call(ctx, &self.upstream),
+        };
         // A legacy upstream asks a modern client its questions through `input_required`
         // rounds, its call kept waiting meanwhile (park.rs).
         let bridged = ctx.protocol_version().is_modern() && peer.era() == Era::Legacy;
@@ -197,42 +214,34 @@ impl UpstreamTool {
         for _round in 0..MAX_ROUNDS {
             // Each request upstream is a CLIENT span under the call's span, and the upstream's
             // parent, when telemetry observes the call.
-            crate::observe::propagate(&mut params, ctx);
-            let call = Call {
-                method: "tools/call".into(),
-                params: params.clone(),
-                name: Some(self.tool.upstream_name.clone()),
-                headers: headers.clone(),
-                timeout: self.tool.timeout,
-                progress: progress.clone(),
-                cancel: Some(cancel.clone()),
-                on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
-                observer: watcher.clone(),
-            };
+            crate::observe::propagate(&mut call.params, ctx);
             let outcome = match resumed.take() {
                 Some(parked) => parked.outcome(ctx).await?,
                 None if bridged => {
                     let owner = self.owner();
-                    let call = crate::park::Bridged::start(&peer, call, ctx, &self.upstream, owner);
-                    call.outcome(ctx).await?
+                    let started = crate::park::Bridged::start(
+                        &peer,
+                        call.clone(),
+                        ctx,
+                        &self.upstream,
+                        owner,
+                    );
+                    started.outcome(ctx).await?
                 }
-                None => peer.request(call).await,
+                None => peer.request_raw(&call).await,
             };
-            let value = match outcome {
+            let raw = match outcome {
                 Ok(v) => v,
                 Err(_) if ctx.is_cancelled() => return Err(ToolError::Cancelled),
                 Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
             };
-            if value.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return serde_json::from_value(value).map_err(|e| {
-                    ToolError::Failed(format!(
-                        "upstream {} sent a tools/call result that is not a CallToolResult: {e}",
-                        self.server()
-                    ))
-                });
+            if !asks_for_input(&raw) {
+                return Ok((raw, peer.protocol_version()));
             }
+            let value: Value = serde_json::from_str(raw.get())
+                .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
             let answers = answer_inputs(&value, ctx).await?;
-            let obj = params.as_object_mut().expect("params are an object");
+            let obj = call.params.as_object_mut().expect("params are an object");
             obj.insert("inputResponses".into(), Value::Object(answers));
             match value.get("requestState") {
                 Some(state) => obj.insert("requestState".into(), state.clone()),
@@ -243,6 +252,13 @@ impl UpstreamTool {
             "upstream {} asked for input more than {MAX_ROUNDS} times in one call",
             self.server()
         )))
+    }
+
+    fn not_a_result(&self, e: &serde_json::Error) -> String {
+        format!(
+            "upstream {} sent a tools/call result that is not a CallToolResult: {e}",
+            self.server()
+        )
     }
 
     /// The headers of the call: a modern HTTP upstream wants its `x-mcp-header` arguments
@@ -275,40 +291,146 @@ impl UpstreamTool {
         }
     }
 
-    /// `structuredContent` against the upstream's `outputSchema`.
-    fn check_output(&self, result: CallToolResult, ctx: &ToolContext) -> CallToolResult {
-        let Some(validator) = &self.tool.output else {
-            return result;
-        };
-        if result.is_error() {
-            return result;
-        }
-        let problem = match &result.structured_content {
-            None => "returned no structuredContent although its tool declares an outputSchema"
-                .to_owned(),
-            Some(sc) => match validator.validate(sc) {
-                Ok(()) => return result,
-                Err(v) => format!(
-                    "returned structuredContent that violates the outputSchema of {}:\n{}",
-                    self.tool.upstream_name,
-                    format_violations(&v)
-                ),
-            },
-        };
-        let text = format!("upstream {} {problem}", self.server());
-        match self.tool.contracts {
-            ContractMode::Enforce => CallToolResult::error(text),
-            ContractMode::Warn => {
-                tracing::warn!(server = %self.server(), tool = %self.tool.upstream_name, "{text}");
-                ctx.log(
-                    LoggingLevel::Warning,
-                    Some("toolwright.gateway"),
-                    Value::String(text),
-                );
-                result
+    /// The upstream's result for this client: `structuredContent` checked against the
+    /// upstream's `outputSchema`, then passed on as the bytes the upstream sent when they
+    /// suit this client as they stand (the common case), else rebuilt for it.
+    fn pass_on(
+        &self,
+        raw: Box<RawValue>,
+        upstream: ProtocolVersion,
+        ctx: &ToolContext,
+    ) -> Result<CallToolResult, ToolError> {
+        let head: Head<'_> = serde_json::from_str(raw.get())
+            .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
+        let is_error = head.is_error == Some(true);
+        if !is_error && let Some(problem) = self.contract_problem(head.structured) {
+            let text = format!("upstream {} {problem}", self.server());
+            match self.tool.contracts {
+                ContractMode::Enforce => return Ok(CallToolResult::error(text)),
+                ContractMode::Warn => {
+                    tracing::warn!(server = %self.server(), tool = %self.tool.upstream_name, "{text}");
+                    ctx.log(
+                        LoggingLevel::Warning,
+                        Some("toolwright.gateway"),
+                        Value::String(text),
+                    );
+                }
             }
         }
+        let decided = head.as_sent_to(raw.get(), ctx.protocol_version(), upstream);
+        let text = match decided {
+            Some(AsSent::Same) => raw,
+            Some(AsSent::Changed(t)) => match RawValue::from_string(t) {
+                Ok(t) => t,
+                Err(_) => return self.rebuilt(&raw),
+            },
+            None => return self.rebuilt(&raw),
+        };
+        Ok(CallToolResult::forwarded(text, is_error))
     }
+
+    /// The result built from the upstream's text, for a client that cannot take it as sent.
+    fn rebuilt(&self, raw: &RawValue) -> Result<CallToolResult, ToolError> {
+        serde_json::from_str(raw.get()).map_err(|e| ToolError::Failed(self.not_a_result(&e)))
+    }
+
+    /// What is wrong with the `structuredContent` of a successful result, if the upstream
+    /// declared an `outputSchema`.
+    fn contract_problem(&self, structured: Option<&RawValue>) -> Option<String> {
+        let validator = self.tool.output.as_ref()?;
+        let Some(sc) = structured else {
+            return Some(
+                "returned no structuredContent although its tool declares an outputSchema".into(),
+            );
+        };
+        let value: Value = match serde_json::from_str(sc.get()) {
+            Ok(v) => v,
+            Err(e) => return Some(format!("returned structuredContent that is not JSON: {e}")),
+        };
+        let violations = validator.validate(&value).err()?;
+        Some(format!(
+            "returned structuredContent that violates the outputSchema of {}:\n{}",
+            self.tool.upstream_name,
+            format_violations(&violations)
+        ))
+    }
+}
+
+/// The members of an upstream's `tools/call` result the gateway reads before passing it
+/// on; the rest stays text.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "resultType", borrow, default)]
+    result_type: Option<Cow<'a, str>>,
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+    #[serde(rename = "structuredContent", borrow, default)]
+    structured: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// How a modern result starts when its server writes `resultType` first, as toolwright
+/// does: the one form the gateway changes as text.
+const COMPLETE_FIRST: &str = "{\"resultType\":\"complete\",";
+
+impl Head<'_> {
+    /// The result as a client of `client`'s version gets it from an upstream of
+    /// `upstream`'s, made from `text` without building it, or `None` when it must be
+    /// rebuilt: content of kinds the client knows (the upstream is not newer, or the client
+    /// has `structuredContent` and resource links), text beside any `structuredContent`
+    /// (else the server adds it), and the era's `resultType`: kept for a modern client
+    /// (added when a legacy upstream sent none), absent for a legacy one (taken off when
+    /// the upstream wrote it first).
+    fn as_sent_to(
+        &self,
+        text: &str,
+        client: ProtocolVersion,
+        upstream: ProtocolVersion,
+    ) -> Option<AsSent> {
+        let has_text = self.content.is_some_and(|c| {
+            c.get()
+                .trim_start_matches(['[', ' ', '\n', '\r', '\t'])
+                .starts_with('{')
+        });
+        let known = upstream <= client || client.has_structured_content();
+        if !known || self.structured.is_some() && !(has_text && client.has_structured_content()) {
+            return None;
+        }
+        Some(match (client.is_modern(), self.result_type.as_deref()) {
+            (true, Some("complete")) | (false, None) => AsSent::Same,
+            (true, None) => {
+                let rest = text.trim_start().strip_prefix('{')?;
+                if rest.trim_start().starts_with('}') {
+                    return None;
+                }
+                AsSent::Changed(format!("{COMPLETE_FIRST}{rest}"))
+            }
+            (false, Some("complete")) => {
+                AsSent::Changed(format!("{{{}", text.strip_prefix(COMPLETE_FIRST)?))
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// A result as it goes to this call's client.
+enum AsSent {
+    /// As the upstream wrote it.
+    Same,
+    /// With its `resultType` added or taken off.
+    Changed(String),
+}
+
+/// Whether a modern upstream's result asks for input (`resultType: input_required`).
+fn asks_for_input(raw: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "resultType", borrow, default)]
+        result_type: Option<Cow<'a, str>>,
+    }
+    serde_json::from_str::<Kind<'_>>(raw.get())
+        .is_ok_and(|k| k.result_type.as_deref() == Some("input_required"))
 }
 
 /// Relays the upstream's progress to this call's client, when it asked for progress.

@@ -193,6 +193,11 @@ pub struct CallToolResult {
     /// the server writes it in place of `structured_content`, and as the text block.
     #[serde(skip)]
     pub structured_text: Option<JsonText>,
+    /// The whole result as another server wrote it, passed on unchanged (a gateway's
+    /// upstream answer, already checked): the server writes this text as the result, and
+    /// the other fields hold only `is_error` (see [`forwarded`](Self::forwarded)).
+    #[serde(skip)]
+    pub forwarded: Option<JsonText>,
 }
 
 /// JSON text, kept as written.
@@ -248,6 +253,16 @@ impl CallToolResult {
         CallToolResult {
             content: vec![Content::text(message)],
             is_error: Some(true),
+            ..Default::default()
+        }
+    }
+
+    /// A result passed on as `text`, the JSON object another server sent, which the
+    /// caller has checked is fit for this client as it stands; `is_error` is what it says.
+    pub fn forwarded(text: Box<serde_json::value::RawValue>, is_error: bool) -> Self {
+        CallToolResult {
+            is_error: is_error.then_some(true),
+            forwarded: Some(JsonText(text)),
             ..Default::default()
         }
     }

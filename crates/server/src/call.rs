@@ -441,6 +441,11 @@ impl Server {
             )) => CallToolResult::error(e.to_string()),
             Ok(Ok(r)) => r,
         };
+        if let Some(text) = result.forwarded.take() {
+            // Passed on as it came (the tool checked it); only the id is this request's.
+            let line = reply::forwarded_result_line(id, text.get());
+            return Some(Reply::call(line, result.is_error()));
+        }
         if !result.is_error() {
             if let Some(validator) = &entry.output {
                 let Some(sc) = &result.structured_content else {

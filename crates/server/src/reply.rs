@@ -175,6 +175,20 @@ fn raw_result_line(id: &RequestId, result: &[u8]) -> Vec<u8> {
     buf
 }
 
+/// The result line of a result passed on as another server wrote it: that text, with any
+/// raw newline in it (whitespace between tokens, since JSON strings escape theirs) made a
+/// space, so it stays one line on stdio.
+pub(crate) fn forwarded_result_line(id: &RequestId, result: &str) -> Vec<u8> {
+    let mut line = raw_result_line(id, result.as_bytes());
+    let body = line.len() - 2;
+    for b in &mut line[..body] {
+        if *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    line
+}
+
 /// A result line around any serializable value.
 pub(crate) fn plain_result(id: &RequestId, value: &impl serde::Serialize) -> Reply {
     let mut buf = Vec::with_capacity(128);
