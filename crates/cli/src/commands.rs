@@ -338,16 +338,24 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         // server starts one more thread per extra listener (--http-threads). Here one
         // thread did 62-66k calls/s at 15 us of CPU each, p99 2 ms; tokio's two-worker
         // runtime 55-58k at 18-19 us, p99 4.6 ms (its wake-ups cross threads).
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the async runtime")?;
-        rt.block_on(async {
+        // With a gateway, connections are served on the gateway's runtime instead, the one
+        // its upstreams' readers run on, so a forwarded call stays on one thread.
+        let serve = async {
             let http = toolwright_http::HttpServer::bind(server, config).await?;
             eprintln!("toolwright: listening on {}", http.url());
             http.run().await
-        })?;
-        rt.shutdown_timeout(Duration::from_millis(100));
+        };
+        match &gateway {
+            Some(g) => g.runtime().block_on(serve)?,
+            None => {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("starting the async runtime")?;
+                rt.block_on(serve)?;
+                rt.shutdown_timeout(Duration::from_millis(100));
+            }
+        }
         toolwright_tools::screenshot::close_browsers();
         if let Some(g) = &gateway {
             g.shutdown();
@@ -357,9 +365,13 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     // Over stdio the reader thread answers every call that does not wait, so one worker
     // is enough for those that do (blocking work goes to the blocking pool). It starts
     // after the handshake's answers, unless a call needs it sooner.
-    let served = toolwright_server::serve_stdio_lazy(&server, || {
-        runtime_with(1).map_err(std::io::Error::other)
-    });
+    // With a gateway, calls run on its runtime: the one its upstreams' readers run on.
+    let served = match &gateway {
+        Some(g) => toolwright_server::serve_stdio(&server, g.runtime()),
+        None => toolwright_server::serve_stdio_lazy(&server, || {
+            runtime_with(1).map_err(std::io::Error::other)
+        }),
+    };
     // The browser (if a screenshot started one) goes now, whatever still holds the tool.
     if let Some(g) = &gateway {
         g.shutdown();

@@ -1,9 +1,11 @@
 //! The gateway: every upstream of the config, their tools in this server's tool set, and
 //! keeping that set current.
 //!
-//! Upstream I/O runs on a small runtime of the gateway's own, so upstreams are reached
-//! the same way whether the server serves stdio or HTTP, and from the warm-up thread that
-//! registers the start-up tools. An upstream's tools are (re)listed when it connects and
+//! Upstream I/O runs on a small runtime of the gateway's own (one worker), so upstreams
+//! are reached the same way whether the server serves stdio or HTTP, and from the warm-up
+//! thread that registers the start-up tools. The serving transport runs its calls on that
+//! same runtime ([`Gateway::runtime`]): an upstream's answer then wakes the call waiting
+//! for it on the thread that reads it, with no hop to another thread. An upstream's tools are (re)listed when it connects and
 //! when it says its list changed; each listing is linted, and every server's last listing
 //! goes through the install plan (`plan.rs`, a pure function: named, checked against
 //! the pins, given its effective annotations and standing), whose tools are swapped into
@@ -254,6 +256,12 @@ impl Gateway {
             Some(e) => Err(e),
             None => Ok(gateway),
         }
+    }
+
+    /// The runtime that upstream connections live on, for the transport to run its calls
+    /// on too: a forwarded call and the reader of its upstream then share one thread.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        self.handle()
     }
 
     /// The gateway's runtime.
@@ -662,9 +670,10 @@ impl Gateway {
     /// caller blocks on a channel, which works from anywhere, a thread of another runtime
     /// included (where `Handle::block_on` would panic). What remains is that the caller's
     /// thread blocks: the callers ([`Gateway::register_all`] from the server's warm-up,
-    /// start-up, `toolwright lint`, shutdown) are synchronous by contract. It must not be
-    /// called on the gateway's own worker, whose task it would wait for; none of its
-    /// callers runs there.
+    /// start-up, `toolwright lint`, shutdown) are synchronous by contract. On a worker of a
+    /// multi-threaded runtime (the gateway's own, where the transport serves its calls) the
+    /// wait gives the worker's place up first ([`tokio::task::block_in_place`]), so the task
+    /// it waits for still runs.
     pub(crate) fn wait_off_runtime(
         &self,
         fut: impl std::future::Future<Output = bool> + Send + 'static,
@@ -676,8 +685,18 @@ impl Gateway {
             let _ = tx.send(done);
         });
         // A little longer than the task's own limit, so its answer wins when both are due.
-        rx.recv_timeout(limit + Duration::from_millis(200))
-            .unwrap_or(false)
+        let wait = || {
+            rx.recv_timeout(limit + Duration::from_millis(200))
+                .unwrap_or(false)
+        };
+        let on_worker = tokio::task::try_id().is_some()
+            && tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if on_worker {
+            tokio::task::block_in_place(wait)
+        } else {
+            wait()
+        }
     }
 }
 
