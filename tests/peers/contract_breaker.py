@@ -11,6 +11,8 @@ Modes for era detection (the first argument):
     (none)              unknown methods get -32601, like most legacy servers
     --exit-on-unknown   exits when the first request is not `initialize`
     --silent            never answers unknown methods
+    --exact             also lists `exact`, whose result holds an integer no float can
+                        hold and a member no schema names, to see it passed on unchanged
 """
 
 import json
@@ -58,7 +60,23 @@ TOOLS = [
     },
 ]
 
+if MODE == "--exact":
+    TOOLS.append(
+        {
+            "name": "exact",
+            "description": "Return a 30-digit integer and a member of its own, as written.",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            "annotations": {"readOnlyHint": True},
+        }
+    )
+
 RESULTS = {
+    "exact": {
+        "content": [{"type": "text", "text": "{\"n\": 123456789012345678901234567890}"}],
+        "structuredContent": {"n": 123456789012345678901234567890},
+        "x-kept": {"as": "sent"},
+    },
     "total": {"content": [{"type": "text", "text": "three"}], "structuredContent": {"result": "three"}},
     "no_structure": {"content": [{"type": "text", "text": "3"}]},
     "fail": {"content": [{"type": "text", "text": "this tool always fails"}], "isError": True},

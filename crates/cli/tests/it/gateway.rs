@@ -1024,6 +1024,50 @@ fn an_upstream_output_violation_is_reported_or_passed() {
     });
 }
 
+/// A result that suits the client as it stands goes on as the bytes the upstream sent: an
+/// integer no float holds and a member no schema names arrive unchanged (a result rebuilt
+/// from a `Value` would round the one and drop the other). A client older than the
+/// upstream gets the result rebuilt for its version instead.
+#[test]
+fn a_result_is_passed_on_as_the_upstream_wrote_it() {
+    let Some(breaker) = contract_breaker(Some("--exact")) else {
+        return;
+    };
+    let gw = Gateway::new(json!({
+        "up": stdio_spec(&breaker, json!({"trust": "trusted", "contracts": "enforce"})),
+    }));
+    let call = |raw: &mut Server| {
+        let id = raw.next_id();
+        raw.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "up__exact", "arguments": {}}}));
+        // The answer, past any notification (the tool list arriving).
+        loop {
+            let line = raw.recv_line();
+            if line.contains(&format!(r#""id":{id}"#)) {
+                return line;
+            }
+        }
+    };
+    let mut raw = Server::start(&["--config", &s(&gw.path)]).handshake("2025-11-25");
+    let line = call(&mut raw);
+    assert!(
+        // As Python's json module wrote it, spaces and all.
+        line.contains(r#""structuredContent": {"n": 123456789012345678901234567890}"#),
+        "{line}"
+    );
+    assert!(line.contains(r#""x-kept": {"as": "sent"}"#), "{line}");
+    // 2025-03-26 has no structuredContent: rebuilt without it, the text kept.
+    let mut old = Server::start(&["--config", &s(&gw.path)]).handshake("2025-03-26");
+    let line = call(&mut old);
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert!(v["result"].get("structuredContent").is_none(), "{line}");
+    assert!(v["result"].get("x-kept").is_none(), "{line}");
+    assert!(
+        line.contains("123456789012345678901234567890"),
+        "the text: {line}"
+    );
+}
+
 // ---------------------------------------------------------------- fixed arguments
 
 #[test]
