@@ -75,11 +75,11 @@ pub(crate) struct Bridged {
     ended: Arc<AtomicBool>,
     /// The upstream's questions, as they come.
     questions: mpsc::Receiver<Question>,
-    /// Every question put to the client in this call, in order. Each round asks them
-    /// again, in the same order, so that [`ToolContext::request_client`] numbers them as
-    /// it did when they were first asked and finds the client's answers under those keys.
-    asked: Vec<(String, Value)>,
-    /// The last questions of `asked`, whose answers the upstream still waits for.
+    /// How many questions were put to the client in this call. Each round counts them
+    /// again first, so that [`ToolContext::request_client`] numbers the waiting ones as it
+    /// did when they were first asked and finds the client's answers under those keys.
+    asked: usize,
+    /// The last of the questions asked, whose answers the upstream still waits for.
     waiting: Vec<Question>,
     /// Cancels the upstream call; fired when this is dropped.
     cancel: CancellationToken,
@@ -134,7 +134,7 @@ impl Bridged {
             spawned: false,
             ended: Arc::default(),
             questions,
-            asked: Vec::new(),
+            asked: 0,
             waiting: Vec::new(),
             cancel,
             relay,
@@ -162,7 +162,7 @@ impl Bridged {
     ) -> Result<Result<Box<RawValue>, ClientError>, ToolError> {
         *self.relay.lock() = Some(ctx.clone());
         if !self.waiting.is_empty() {
-            self.replay_answered(ctx).await;
+            self.replay_answered(ctx);
             if let Asked::Later = self.ask_waiting(ctx).await {
                 return Err(self.park(ctx));
             }
@@ -197,16 +197,16 @@ impl Bridged {
             )));
             return;
         }
-        self.asked.push((q.method.clone(), q.params.clone()));
+        self.asked += 1;
         self.waiting.push(q);
     }
 
-    /// Asks again, in order, the questions of earlier rounds that were answered then, so
-    /// that the waiting ones get the keys they were first asked under.
-    async fn replay_answered(&mut self, ctx: &ToolContext) {
-        let answered = self.asked.len() - self.waiting.len();
-        for (method, params) in &self.asked[..answered] {
-            let _ = ctx.request_client(method, params.clone()).await;
+    /// Counts, in order, the questions of earlier rounds that were answered then, so that
+    /// the waiting ones get the keys they were first asked under.
+    fn replay_answered(&self, ctx: &ToolContext) {
+        // Answered and sent upstream already: only their places in the order count.
+        for _ in 0..self.asked - self.waiting.len() {
+            ctx.skip_client_request();
         }
     }
 
@@ -214,13 +214,16 @@ impl Bridged {
     async fn ask_waiting(&mut self, ctx: &ToolContext) -> Asked {
         let mut later = Vec::new();
         for q in std::mem::take(&mut self.waiting) {
+            if q.reply.is_closed() {
+                // Withdrawn by the upstream meanwhile: nobody waits for the answer, and the
+                // client is not asked (again).
+                ctx.skip_client_request();
+                continue;
+            }
             let answer = match ctx.request_client(&q.method, q.params.clone()).await {
                 Ok(v) => Ok(v),
                 Err(ClientRequestError::InputRequired) => {
-                    // Withdrawn by the upstream meanwhile: nobody waits for the answer.
-                    if !q.reply.is_closed() {
-                        later.push(q);
-                    }
+                    later.push(q);
                     continue;
                 }
                 Err(ClientRequestError::NotSupported(cap)) => Err(ErrorObject::new(

@@ -276,6 +276,15 @@ impl ToolContext {
         serde_json::from_str(raw.get()).map_err(|e| ClientRequestError::BadResponse(e.to_string()))
     }
 
+    /// Counts one request to the client as made, without making it. A modern client's
+    /// answers are found by the order of the requests ([`ToolContext::request_client`]
+    /// numbers them): a tool that made a request in an earlier round and no longer needs its
+    /// answer (whoever wanted it withdrew it) skips it here, so that the requests after it
+    /// keep their keys and the client is not asked it again.
+    pub fn skip_client_request(&self) {
+        self.inner.inputs.counter.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Questions this call asked a modern client and has no answer for yet.
     pub(crate) fn pending_inputs(&self) -> Map<String, Value> {
         self.inner.inputs.asked.lock().clone()

@@ -256,6 +256,44 @@ fn a_call_that_timed_out_while_it_waited_runs_again_on_the_retry() {
     assert_eq!(got["runs"], 2, "the ended call was run again: {r}");
 }
 
+#[test]
+fn a_question_the_upstream_withdraws_while_it_waits_is_not_asked_again() {
+    let Some(peer) = asking_peer() else { return };
+    let config = Config::new(&peer);
+    let mut gw = config.serve();
+    let caps = json!({"sampling": {}});
+    let text_of = |q: &Value| q["params"]["messages"][0]["content"]["text"].clone();
+
+    let r = modern_call(&mut gw, "asker__withdraw", caps.clone(), json!({}));
+    let (_, first, mut state) = one_question(&r);
+    assert_eq!(text_of(&first), "first, withdrawn", "{r}");
+    // The client says it was asked; the upstream withdraws that question and asks another,
+    // while its call waits for the retry.
+    let r = modern_call(&mut gw, "asker__release", caps.clone(), json!({}));
+    assert_eq!(peer_result(&r), "released", "{r}");
+
+    // Retries that do not answer the withdrawn question: until the gateway has seen it
+    // withdrawn, it is asked again; then only the second is.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (key, state) = loop {
+        let params = json!({"inputResponses": {}, "requestState": state});
+        let r = modern_call(&mut gw, "asker__withdraw", caps.clone(), params);
+        let (key, question, next) = one_question(&r);
+        if text_of(&question) == "second" {
+            break (key, next);
+        }
+        assert!(Instant::now() < deadline, "the first question stayed: {r}");
+        state = next;
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let reply = json!({"role": "assistant", "content": {"type": "text", "text": "two"},
+                       "model": "test"});
+    let r = modern_call(&mut gw, "asker__withdraw", caps, retry(&key, reply, state));
+    let got = peer_result(&r);
+    assert_eq!(got["responses"], json!(["s2"]), "{r}");
+    assert_eq!(got["runs"], 1, "the upstream ran the tool once: {r}");
+}
+
 /// The JSON-RPC response with `id` in an HTTP reply (a JSON body or an event stream).
 fn http_response(r: &crate::http_client::Resp, id: i64) -> Value {
     let body = String::from_utf8_lossy(&r.body);
