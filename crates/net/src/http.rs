@@ -280,7 +280,7 @@ impl Conn {
 
 impl Connection for Conn {
     /// What hyper-util's pool learns of a new connection (it asks once per connection):
-    /// HTTP/2 when TLS agreed `h2`, and a fresh [`Answered`] flag of its own.
+    /// HTTP/2 when TLS agreed `h2`, and a fresh `Answered` flag of its own.
     fn connected(&self) -> Connected {
         let connected = Connected::new().extra(Answered::default());
         if self.alpn() == Some(tls::H2) {
