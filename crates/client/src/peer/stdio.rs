@@ -2,14 +2,18 @@
 //! task dispatches everything the child writes. Lines to the child are queued and one
 //! writer task writes them: while it is busy writing, later lines gather in the queue and
 //! go in its next `write`, so a burst of calls costs one syscall (and one wake-up of the
-//! child) rather than one per line, and the writer is woken only when it was idle. A call
-//! dropped half-way cannot leave half a line in the pipe either, since it never writes.
+//! child) rather than one per line, and the writer is woken only when it was idle. A line
+//! sent while the writer is idle with nothing queued is written at once by its sender, with
+//! a non-blocking `write` (what it cannot take is queued): a call alone does not wait for a
+//! task to be woken. A call dropped half-way cannot leave half a line in the pipe, since a
+//! sender writes under the queue's lock and queues what remains.
 //!
 //! The server runs in a process group of its own, which ends with the link: closing it
 //! closes stdin and, after a grace, kills the group (a wrapper such as `npx` and the
 //! server it started alike); dropping it kills the group at once.
 
 use std::collections::VecDeque;
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -36,6 +40,11 @@ struct Outbox {
     idle: bool,
     /// Nothing more is accepted: stdin is closing, or a write failed.
     closed: bool,
+    /// A second descriptor of the child's stdin (non-blocking, as tokio made it): with the
+    /// writer idle and nothing queued, a sender writes its line at once through it, so a
+    /// call alone reaches the child without waiting for the writer task to be woken.
+    /// Dropped with the queue's end, so the child sees its stdin close.
+    direct: Option<OwnedFd>,
 }
 
 /// The queue to the child's stdin, shared by the link and its writer task.
@@ -64,7 +73,11 @@ pub(super) struct StdioLink {
 impl Drop for StdioLink {
     fn drop(&mut self) {
         // The writer ends too (it holds only the queue and stdin).
-        self.queue.outbox.lock().closed = true;
+        {
+            let mut out = self.queue.outbox.lock();
+            out.closed = true;
+            out.direct = None;
+        }
         self.queue.wake.notify_one();
         self.kill_group();
     }
@@ -103,6 +116,7 @@ impl StdioLink {
             .and_then(Pid::from_raw);
         let stdin = child.stdin.take().expect("stdin is piped");
         let queue = Arc::new(Queue::default());
+        queue.outbox.lock().direct = second_stdin(&stdin);
         let writer = tokio::spawn(write_queued(queue.clone(), stdin));
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut pipe = child.stderr.take().expect("stderr is piped");
@@ -165,7 +179,24 @@ impl StdioLink {
             if out.closed {
                 return false;
             }
-            out.queued.extend_from_slice(line);
+            let mut rest = line;
+            if out.idle
+                && out.queued.is_empty()
+                && let Some(fd) = &out.direct
+            {
+                // The writer is parked and nothing is ahead of this line: write it here.
+                match rustix::io::write(fd, line) {
+                    Ok(n) if n == line.len() => return true,
+                    Ok(n) => rest = &line[n..],
+                    Err(rustix::io::Errno::AGAIN) => {}
+                    Err(_) => {
+                        out.closed = true;
+                        out.direct = None;
+                        return false;
+                    }
+                }
+            }
+            out.queued.extend_from_slice(rest);
             std::mem::take(&mut out.idle)
         };
         if wake {
@@ -178,6 +209,7 @@ impl StdioLink {
     /// to exit, then kills its process group (what it started too) and waits for it.
     pub(super) async fn close(&self, grace: Duration) {
         self.queue.outbox.lock().closed = true;
+        // The writer drops the other descriptor once the queue is drained.
         self.queue.wake.notify_one();
         let writer = self.writer.lock().take();
         if let Some(writer) = writer {
@@ -220,6 +252,16 @@ impl StdioLink {
     }
 }
 
+/// A second descriptor of `stdin`, when it is non-blocking (a full pipe then refuses a
+/// write instead of holding up the sender's thread).
+fn second_stdin(stdin: &ChildStdin) -> Option<OwnedFd> {
+    let flags = rustix::fs::fcntl_getfl(stdin).ok()?;
+    if !flags.contains(rustix::fs::OFlags::NONBLOCK) {
+        return None;
+    }
+    stdin.as_fd().try_clone_to_owned().ok()
+}
+
 /// The writer task: writes what is queued, all of it in one `write_all`, until the queue
 /// is closed and drained or a write fails (the child's stdin is gone: the reader sees the
 /// child's end and fails the calls, with its stderr).
@@ -230,6 +272,7 @@ async fn write_queued(queue: Arc<Queue>, mut stdin: ChildStdin) {
             let mut out = queue.outbox.lock();
             if out.queued.is_empty() {
                 if out.closed {
+                    out.direct = None;
                     break;
                 }
                 out.idle = true;
@@ -244,6 +287,7 @@ async fn write_queued(queue: Arc<Queue>, mut stdin: ChildStdin) {
         if stdin.write_all(&batch).await.is_err() {
             let mut out = queue.outbox.lock();
             out.closed = true;
+            out.direct = None;
             out.queued = Vec::new();
             break;
         }
