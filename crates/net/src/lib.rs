@@ -2,8 +2,8 @@
 //! may reach, how a host becomes checked addresses, the TLS client configuration, and the
 //! HTTP connection and pooled client built from them. No MCP types; every crate that opens
 //! a socket to a server comes here (`toolwright-tools`' screenshots, `toolwright-declared`'s
-//! HTTP tools, `toolwright-client`'s Streamable HTTP and OAuth requests, and the OTLP
-//! exporter).
+//! HTTP tools, `toolwright-client`'s Streamable HTTP and OAuth requests, `toolwright-auth`'s
+//! fetches of an issuer's metadata and keys, and the OTLP exporter).
 //!
 //! Layout:
 //! - [`addr`]: the class of an IP address ([`classify`]), every block of the IANA
