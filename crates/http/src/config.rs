@@ -15,6 +15,36 @@ impl std::fmt::Debug for Readiness {
     }
 }
 
+/// Bearer tokens checked as JWT access tokens of one authorization server (the MCP
+/// authorization spec): its metadata and keys are fetched when the server binds, and every
+/// request to the endpoint (and `/metrics`) needs a token it signed for this resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwtAuth {
+    /// The authorization server's issuer URL: its metadata's `issuer` and the tokens'
+    /// `iss` must equal it; named in the Protected Resource Metadata.
+    pub issuer: String,
+    /// The audience tokens must name. `None`: the resource URL (RFC 8707), that is
+    /// [`HttpConfig::resource_url`] or `http://<bound address><path>`.
+    pub audience: Option<String>,
+    /// Scopes every request needs; a token without one of them gets 403
+    /// `insufficient_scope`. Listed as `scopes_supported` in the metadata.
+    pub scopes: Vec<String>,
+    /// How far a token's `exp` and `nbf` may be off. Default 60 s.
+    pub leeway: Duration,
+}
+
+impl JwtAuth {
+    /// Tokens of `issuer`, for the resource URL, with no scope required.
+    pub fn new(issuer: impl Into<String>) -> JwtAuth {
+        JwtAuth {
+            issuer: issuer.into(),
+            audience: None,
+            scopes: Vec::new(),
+            leeway: Duration::from_secs(60),
+        }
+    }
+}
+
 /// Settings of [`HttpServer`](crate::HttpServer). [`HttpConfig::default`] is loopback-only,
 /// stateful, without authentication.
 #[derive(Debug, Clone)]
@@ -36,8 +66,14 @@ pub struct HttpConfig {
     /// bound to): `name` (any port) or `name:port`; `*` allows any.
     pub allowed_hosts: Vec<String>,
     /// When set, every request to the endpoint needs `Authorization: Bearer <token>`.
+    /// Exclusive with [`HttpConfig::jwt`].
     pub auth_token: Option<String>,
-    /// Authorization servers named in the Protected Resource Metadata (RFC 9728).
+    /// When set, every request to the endpoint needs `Authorization: Bearer <JWT>`, an
+    /// access token of this authorization server: the server is an OAuth 2.1 protected
+    /// resource. Exclusive with [`HttpConfig::auth_token`].
+    pub jwt: Option<JwtAuth>,
+    /// Authorization servers named in the Protected Resource Metadata (RFC 9728) beside a
+    /// static [`HttpConfig::auth_token`] (with [`HttpConfig::jwt`], its issuer is the one).
     pub authorization_servers: Vec<String>,
     /// This server's canonical URL (the PRM `resource`); default `http://<bound address><path>`.
     pub resource_url: Option<String>,
@@ -103,6 +139,7 @@ impl Default for HttpConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             auth_token: None,
+            jwt: None,
             authorization_servers: Vec::new(),
             resource_url: None,
             max_sessions: 10_000,

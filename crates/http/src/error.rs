@@ -30,6 +30,15 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// The authorization server of [`HttpConfig::jwt`](crate::HttpConfig::jwt) could not be
+    /// used: its metadata or keys were not found or do not fit.
+    #[error("--auth-issuer {issuer}: {source}")]
+    Authorization {
+        /// The issuer.
+        issuer: String,
+        /// What went wrong.
+        source: toolwright_auth::Error,
+    },
     /// Accepting connections failed for good.
     #[error("accepting connections failed: {0}")]
     Accept(#[source] std::io::Error),

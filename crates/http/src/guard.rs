@@ -1,13 +1,15 @@
 //! The checks every request passes before it reaches MCP: `Host` (DNS rebinding), `Origin`
-//! (cross-site requests), and the bearer token; plus the Protected Resource Metadata
-//! document (RFC 9728) that tells clients where to get a token.
+//! (cross-site requests), and the bearer token (`bearer.rs`); plus the Protected Resource
+//! Metadata document (RFC 9728) that tells clients where to get a token.
 
+use crate::bearer::Bearer;
 use crate::config::HttpConfig;
 use crate::error::Error;
-use http::header::{AUTHORIZATION, HOST, ORIGIN};
+use http::header::{HOST, ORIGIN};
 use http::{HeaderMap, Uri};
 use std::net::SocketAddr;
-use subtle::ConstantTimeEq;
+use std::sync::Arc;
+use toolwright_auth::{Identity, Validator};
 
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
@@ -33,6 +35,12 @@ pub(crate) enum Refusal {
     NoToken,
     /// A bearer token that is not the right one: 401 with `error="invalid_token"`.
     BadToken,
+    /// A valid access token without a scope the endpoint requires: 403 with
+    /// `error="insufficient_scope"` and the scopes needed (the MCP step-up flow).
+    InsufficientScope,
+    /// The token could not be checked (the authorization server's keys could not be
+    /// fetched): 503.
+    IssuerUnavailable,
 }
 
 /// A `host[:port]` allow-list entry.
@@ -49,7 +57,7 @@ pub(crate) struct Guard {
     hosts: Vec<HostRule>,
     any_origin: bool,
     origins: Vec<String>,
-    token: Option<Vec<u8>>,
+    bearer: Bearer,
 }
 
 /// Splits `host[:port]` (IPv6 literals keep their brackets).
@@ -108,23 +116,14 @@ fn origin_string(scheme: &str, host: &str, port: Option<u16>) -> String {
     }
 }
 
-/// Refuses a token no client could present: empty or only whitespace, whitespace at either
-/// end (a presented token is trimmed), or control characters (no header carries them).
-pub fn check_auth_token(token: &str) -> Result<(), Error> {
-    let reason = if token.trim_ascii().is_empty() {
-        "the token is empty or only whitespace"
-    } else if token.trim_ascii() != token {
-        "the token begins or ends with whitespace, which no client can send"
-    } else if token.bytes().any(|b| b.is_ascii_control()) {
-        "the token contains control characters, which no header can carry"
-    } else {
-        return Ok(());
-    };
-    Err(Error::config("--auth-token-env", reason))
-}
-
 impl Guard {
-    pub(crate) fn new(config: &HttpConfig, bound: SocketAddr) -> Result<Guard, Error> {
+    /// The checks of `config` for a server bound to `bound`; `validator` is the one built
+    /// for [`HttpConfig::jwt`].
+    pub(crate) fn new(
+        config: &HttpConfig,
+        bound: SocketAddr,
+        validator: Option<Validator>,
+    ) -> Result<Guard, Error> {
         let mut hosts: Vec<HostRule> = LOOPBACK_NAMES
             .iter()
             .map(|h| HostRule {
@@ -171,25 +170,31 @@ impl Guard {
             })?;
             origins.push(origin_string(&scheme, &host, port));
         }
-        let token = match &config.auth_token {
-            Some(t) => {
-                check_auth_token(t)?;
-                Some(t.as_bytes().to_vec())
-            }
-            None => None,
-        };
         Ok(Guard {
             any_host,
             hosts,
             any_origin,
             origins,
-            token,
+            bearer: Bearer::new(config, validator)?,
         })
     }
 
     /// True when requests need a bearer token.
     pub(crate) fn requires_token(&self) -> bool {
-        self.token.is_some()
+        self.bearer.required()
+    }
+
+    /// The scopes every request needs.
+    pub(crate) fn scopes(&self) -> &[String] {
+        self.bearer.scopes()
+    }
+
+    /// The bearer-token check: `Ok(Some)` is the identity a JWT access token verified.
+    pub(crate) async fn check_token(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Option<Arc<Identity>>, Refusal> {
+        self.bearer.check(headers).await
     }
 
     /// The `Host` and `Origin` checks, applied to every request: exactly one `Host` (when
@@ -270,29 +275,6 @@ impl Guard {
         let s = origin_string(&scheme, &host, port);
         self.origins.contains(&s)
     }
-
-    /// The bearer-token check (only the `Authorization` header counts), in constant time.
-    pub(crate) fn check_token(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        let Some(expected) = &self.token else {
-            return Ok(());
-        };
-        let Some(value) = headers.get(AUTHORIZATION) else {
-            return Err(Refusal::NoToken);
-        };
-        let value = value.as_bytes();
-        let Some(scheme) = value.get(..7) else {
-            return Err(Refusal::BadToken);
-        };
-        if !scheme.eq_ignore_ascii_case(b"bearer ") {
-            return Err(Refusal::NoToken);
-        }
-        let presented = value[7..].trim_ascii();
-        if presented.len() == expected.len() && bool::from(presented.ct_eq(expected)) {
-            Ok(())
-        } else {
-            Err(Refusal::BadToken)
-        }
-    }
 }
 
 /// The parts of an absolute `http(s)` URL this crate needs.
@@ -331,8 +313,12 @@ pub(crate) fn metadata_url(resource: &SplitUrl) -> String {
     )
 }
 
-/// The Protected Resource Metadata document.
-pub(crate) fn metadata_document(resource: &str, authorization_servers: &[String]) -> Vec<u8> {
+/// The Protected Resource Metadata document (`scopes`: `scopes_supported`, when any).
+pub(crate) fn metadata_document(
+    resource: &str,
+    authorization_servers: &[String],
+    scopes: &[String],
+) -> Vec<u8> {
     let mut doc = serde_json::Map::new();
     doc.insert("resource".into(), resource.into());
     if !authorization_servers.is_empty() {
@@ -340,6 +326,9 @@ pub(crate) fn metadata_document(resource: &str, authorization_servers: &[String]
             "authorization_servers".into(),
             authorization_servers.to_vec().into(),
         );
+    }
+    if !scopes.is_empty() {
+        doc.insert("scopes_supported".into(), scopes.to_vec().into());
     }
     doc.insert(
         "bearer_methods_supported".into(),
@@ -360,15 +349,7 @@ mod tests {
             auth_token: token.map(str::to_owned),
             ..HttpConfig::default()
         };
-        Guard::new(&config, "127.0.0.1:8080".parse().unwrap()).unwrap()
-    }
-
-    fn headers(pairs: &[(http::HeaderName, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(k.clone(), HeaderValue::from_str(v).unwrap());
-        }
-        h
+        Guard::new(&config, "127.0.0.1:8080".parse().unwrap(), None).unwrap()
     }
 
     #[test]
@@ -533,53 +514,24 @@ mod tests {
     }
 
     #[test]
-    fn tokens() {
-        let g = guard(&[], &[], Some("s3cret"));
-        let check = |auth: Option<&str>, want: Result<(), Refusal>| {
-            let h = match auth {
-                Some(a) => headers(&[(AUTHORIZATION, a)]),
-                None => HeaderMap::new(),
-            };
-            assert_eq!(g.check_token(&h), want, "{auth:?}");
-        };
-        check(Some("Bearer s3cret"), Ok(()));
-        check(Some("bearer s3cret"), Ok(()));
-        check(Some("Bearer s3cre"), Err(Refusal::BadToken));
-        check(Some("Bearer s3cretX"), Err(Refusal::BadToken));
-        check(Some("Basic czNjcmV0"), Err(Refusal::NoToken));
-        check(Some("Bear"), Err(Refusal::BadToken));
-        check(None, Err(Refusal::NoToken));
-        assert_eq!(guard(&[], &[], None).check_token(&HeaderMap::new()), Ok(()));
-    }
-
-    #[test]
     fn bad_settings_are_errors() {
         let bad = HttpConfig {
             allowed_hosts: vec!["a b".into()],
             ..HttpConfig::default()
         };
-        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err());
+        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap(), None).is_err());
         let bad = HttpConfig {
             allowed_origins: vec!["example.com".into()],
             ..HttpConfig::default()
         };
-        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err());
-        for token in ["", " ", "   ", "\t \t", " s3cret", "s3cret\n", "s3\x01cret"] {
-            let bad = HttpConfig {
-                auth_token: Some(token.into()),
-                ..HttpConfig::default()
-            };
-            assert!(
-                Guard::new(&bad, "127.0.0.1:1".parse().unwrap()).is_err(),
-                "{token:?}"
-            );
-        }
-        assert!(check_auth_token("s3 cret").is_ok());
+        assert!(Guard::new(&bad, "127.0.0.1:1".parse().unwrap(), None).is_err());
+        assert!(guard(&[], &[], Some("s3cret")).requires_token());
+        assert!(!guard(&[], &[], None).requires_token());
     }
 
     #[test]
     fn bound_address_is_an_allowed_host() {
-        let g = Guard::new(&HttpConfig::default(), "10.1.2.3:80".parse().unwrap()).unwrap();
+        let g = Guard::new(&HttpConfig::default(), "10.1.2.3:80".parse().unwrap(), None).unwrap();
         assert!(g.host_allowed("10.1.2.3:80"));
         assert!(!g.host_allowed("10.1.2.4:80"));
     }
@@ -613,6 +565,7 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_slice(&metadata_document(
             "https://a/mcp",
             &["https://auth".into()],
+            &[],
         ))
         .unwrap();
         assert_eq!(
@@ -620,7 +573,17 @@ mod tests {
             serde_json::json!({"resource": "https://a/mcp", "authorization_servers": ["https://auth"], "bearer_methods_supported": ["header"]})
         );
         let doc: serde_json::Value =
-            serde_json::from_slice(&metadata_document("https://a/mcp", &[])).unwrap();
+            serde_json::from_slice(&metadata_document("https://a/mcp", &[], &[])).unwrap();
         assert!(doc.get("authorization_servers").is_none());
+        let doc: serde_json::Value = serde_json::from_slice(&metadata_document(
+            "https://a/mcp",
+            &["https://auth".into()],
+            &["read".into(), "write".into()],
+        ))
+        .unwrap();
+        assert_eq!(
+            doc["scopes_supported"],
+            serde_json::json!(["read", "write"])
+        );
     }
 }

@@ -90,9 +90,21 @@
 //! header, or a list in one, is 403 too. With [`HttpConfig::auth_token`], every
 //! request needs `Authorization: Bearer <token>` (compared in constant time), else 401 with
 //! `WWW-Authenticate: Bearer resource_metadata="…"` naming the RFC 9728 Protected Resource
-//! Metadata, served at `/.well-known/oauth-protected-resource/mcp`. Bodies over the limit
-//! get 413; oversized headers 431; slow request heads close the connection, slow bodies get
-//! 408; sessions are capped (503 beyond).
+//! Metadata, served at `/.well-known/oauth-protected-resource/mcp`.
+//!
+//! With [`HttpConfig::jwt`] instead, the server is an OAuth 2.1 protected resource (the MCP
+//! authorization spec): the bearer token must be a JWT access token of that issuer, for
+//! this resource (`toolwright-auth` checks it; the issuer's keys are fetched when the
+//! server binds, and a token whose key is cached is checked without waiting). No token:
+//! 401 with the challenge above, plus `scope="…"` when scopes are required; a token that
+//! fails: 401 `error="invalid_token"`; a valid token without a required scope: 403
+//! `error="insufficient_scope"` naming the scopes needed; the issuer's keys unreachable
+//! for a token whose key is not cached: 503. The verified [`Identity`] is put in the
+//! request's extensions (an `Arc<Identity>`) before it is handled. The metadata names
+//! the issuer in `authorization_servers` and the required scopes in `scopes_supported`.
+//!
+//! Bodies over the limit get 413; oversized headers 431; slow request heads close the
+//! connection, slow bodies get 408; sessions are capped (503 beyond).
 //!
 //! Event streams draw on two budgets that cannot take from each other, so that idle GET
 //! streams never starve calls: **reply** streams (a POST answered with SSE, and its
@@ -119,12 +131,14 @@
 //! - `session.rs`: one legacy session and the table of them.
 //! - `headers.rs`: MCP headers and the modern mirroring rules; `accept.rs`: `Accept`.
 //! - `budget.rs`: the stream budgets, in total and per client.
-//! - `guard.rs`: `Host`, `Origin`, bearer tokens, Protected Resource Metadata.
+//! - `guard.rs`: `Host`, `Origin`, Protected Resource Metadata; `bearer.rs`: the bearer
+//!   token (static, or a JWT access token checked by `toolwright-auth`).
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
 //! - [`config`], [`error`].
 
 mod accept;
 mod backend;
+mod bearer;
 mod body;
 mod budget;
 mod cluster;
@@ -146,8 +160,9 @@ pub mod store;
 mod stream;
 mod streams;
 
-pub use config::{HttpConfig, Readiness};
+pub use bearer::check_auth_token;
+pub use config::{HttpConfig, JwtAuth, Readiness};
 pub use error::Error;
-pub use guard::check_auth_token;
 pub use listener::{HttpServer, shutdown_signal};
 pub use store::{MemoryStore, SessionStore};
+pub use toolwright_auth::Identity;

@@ -87,8 +87,10 @@ impl HttpServer {
                 .map_err(|e| Error::Bind { addr, source: e })?;
             extra.push(l);
         }
-        let guard = Guard::new(&config, addr)?;
-        let (metadata_url, metadata) = resource_metadata(&config, &guard, addr)?;
+        let resource = resource_url(&config, addr)?;
+        let validator = authorization(&config, &resource).await?;
+        let guard = Guard::new(&config, addr, validator)?;
+        let (metadata_url, metadata) = resource_metadata(&config, &guard, &resource)?;
         let shared = Arc::new(Shared::new(server, config, guard, metadata, &metadata_url));
         Ok(HttpServer {
             listener,
@@ -220,6 +222,30 @@ fn check_settings(config: &HttpConfig) -> Result<(), Error> {
     if config.threads == 0 {
         return Err(Error::config("--http-threads", "must be at least 1"));
     }
+    if let Some(jwt) = &config.jwt {
+        if config.auth_token.is_some() {
+            return Err(Error::config(
+                "--auth-issuer",
+                "a static token (--auth-token-env) and JWT access tokens exclude each other",
+            ));
+        }
+        // RFC 6749 §3.3: a scope is printable ASCII without space, `"` or `\`; it is
+        // quoted into the WWW-Authenticate challenge as it is.
+        for scope in &jwt.scopes {
+            let ok = !scope.is_empty()
+                && scope
+                    .bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
+            if !ok {
+                return Err(Error::config(
+                    "--auth-scope",
+                    format!(
+                        "{scope:?} is not a scope (printable ASCII, no space, quote or backslash)"
+                    ),
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -253,18 +279,55 @@ async fn bind_first(config: &HttpConfig) -> Result<(TcpListener, SocketAddr), Er
 /// serving it and the document.
 type Metadata = (String, Option<(Vec<String>, Bytes)>);
 
-/// The resource's metadata (RFC 9728) for a server bound to `addr`, after checking the URLs
-/// the settings name.
-fn resource_metadata(
-    config: &HttpConfig,
-    guard: &Guard,
-    addr: SocketAddr,
-) -> Result<Metadata, Error> {
+/// This server's canonical URL (the metadata's `resource`, the default audience of access
+/// tokens): [`HttpConfig::resource_url`], or `http://<addr><path>`.
+fn resource_url(config: &HttpConfig, addr: SocketAddr) -> Result<String, Error> {
     let resource = config
         .resource_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}{}", config.path));
-    let split = guard::split_url(&resource).ok_or_else(|| {
+    if guard::split_url(&resource).is_none() {
+        return Err(Error::config(
+            "--resource-url",
+            format!("{resource:?} is not an absolute http(s) URL"),
+        ));
+    }
+    Ok(resource)
+}
+
+/// The validator of [`HttpConfig::jwt`], once the issuer's metadata and keys are fetched.
+async fn authorization(
+    config: &HttpConfig,
+    resource: &str,
+) -> Result<Option<toolwright_auth::Validator>, Error> {
+    let Some(jwt) = &config.jwt else {
+        return Ok(None);
+    };
+    let audience = jwt.audience.clone().unwrap_or_else(|| resource.to_owned());
+    let mut settings = toolwright_auth::Settings::new(jwt.issuer.clone(), audience);
+    settings.leeway = jwt.leeway;
+    let validator = toolwright_auth::Validator::discover(settings)
+        .await
+        .map_err(|source| Error::Authorization {
+            issuer: jwt.issuer.clone(),
+            source,
+        })?;
+    tracing::info!(
+        issuer = %jwt.issuer,
+        jwks_uri = %validator.jwks_uri(),
+        "bearer tokens are checked as JWT access tokens of the issuer"
+    );
+    Ok(Some(validator))
+}
+
+/// The resource's metadata (RFC 9728) at `resource`, after checking the URLs the settings
+/// name.
+fn resource_metadata(
+    config: &HttpConfig,
+    guard: &Guard,
+    resource: &str,
+) -> Result<Metadata, Error> {
+    let split = guard::split_url(resource).ok_or_else(|| {
         Error::config(
             "--resource-url",
             format!("{resource:?} is not an absolute http(s) URL"),
@@ -278,6 +341,13 @@ fn resource_metadata(
             ));
         }
     }
+    // With JWT access tokens their issuer is the authorization server to name first.
+    let mut servers: Vec<String> = config.jwt.iter().map(|j| j.issuer.clone()).collect();
+    for s in &config.authorization_servers {
+        if !servers.contains(s) {
+            servers.push(s.clone());
+        }
+    }
     let metadata_url = guard::metadata_url(&split);
     let metadata = guard.requires_token().then(|| {
         let mut paths = vec![
@@ -288,13 +358,10 @@ fn resource_metadata(
         paths.dedup();
         (
             paths,
-            Bytes::from(guard::metadata_document(
-                &resource,
-                &config.authorization_servers,
-            )),
+            Bytes::from(guard::metadata_document(resource, &servers, guard.scopes())),
         )
     });
-    if guard.requires_token() && config.authorization_servers.is_empty() {
+    if guard.requires_token() && servers.is_empty() {
         tracing::warn!(
             "bearer authentication is on but no --authorization-server is named; MCP clients expect one"
         );

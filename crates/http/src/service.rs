@@ -15,7 +15,7 @@ use crate::ops::{self, Endpoint};
 use crate::respond::{JSON, refuse, respond};
 use crate::shared::Shared;
 use crate::{post, streams};
-use http::header::{ALLOW, CONTENT_TYPE, ORIGIN, VARY, WWW_AUTHENTICATE};
+use http::header::{ALLOW, CONTENT_TYPE, ORIGIN, RETRY_AFTER, VARY, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use std::net::SocketAddr;
@@ -73,6 +73,27 @@ fn refusal(shared: &Shared, r: Refusal) -> Response<Body> {
             refuse(StatusCode::FORBIDDEN, None, "more than one Origin header")
         }
         Refusal::ForeignOrigin => refuse(StatusCode::FORBIDDEN, None, "Origin not allowed"),
+        Refusal::InsufficientScope => {
+            let mut resp = refuse(
+                StatusCode::FORBIDDEN,
+                None,
+                "the access token lacks a scope this endpoint requires",
+            );
+            resp.headers_mut()
+                .insert(WWW_AUTHENTICATE, shared.challenge_scope.clone());
+            resp
+        }
+        Refusal::IssuerUnavailable => {
+            let mut resp = refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                "the access token could not be checked: the authorization server's keys could \
+                 not be fetched",
+            );
+            resp.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("30"));
+            resp
+        }
         Refusal::NoToken | Refusal::BadToken => {
             let mut resp = refuse(
                 StatusCode::UNAUTHORIZED,
@@ -107,15 +128,20 @@ fn preflight(headers: &HeaderMap) -> Response<Body> {
 async fn route(
     shared: &Arc<Shared>,
     (client, peer): (Client, SocketAddr),
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Response<Body> {
     let path = req.uri().path();
     if path == shared.config.path {
         if req.method() == Method::OPTIONS {
             return preflight(req.headers());
         }
-        if let Err(r) = shared.guard.check_token(req.headers()) {
-            return refusal(shared, r);
+        match shared.guard.check_token(req.headers()).await {
+            // Where the handlers (and later the session and call context) find who called.
+            Ok(Some(identity)) => {
+                req.extensions_mut().insert(identity);
+            }
+            Ok(None) => {}
+            Err(r) => return refusal(shared, r),
         }
         return match *req.method() {
             Method::POST => post::post(shared, client, peer, req).await,
@@ -138,7 +164,7 @@ async fn route(
         // Probes (a kubelet's, a load balancer's) send no token: /healthz and /readyz answer
         // without one, saying only whether the server is up and ready; the details of what
         // is not ready, and /metrics, need it.
-        let authorized = shared.guard.check_token(req.headers());
+        let authorized = shared.guard.check_token(req.headers()).await;
         if let Err(r) = authorized
             && which == Endpoint::Metrics
         {

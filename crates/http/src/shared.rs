@@ -29,9 +29,13 @@ pub(crate) struct Shared {
     pub calls: TaskTracker,
     /// Paths serving the Protected Resource Metadata, and the document (auth enabled only).
     pub metadata: Option<(Vec<String>, Bytes)>,
-    /// The `WWW-Authenticate` challenge.
+    /// The `WWW-Authenticate` challenge without a token (with the scopes required).
     pub challenge: HeaderValue,
+    /// The challenge of a token refused (`error="invalid_token"`).
     pub challenge_invalid: HeaderValue,
+    /// The challenge of a valid token without a required scope
+    /// (`error="insufficient_scope"`, the scopes needed).
+    pub challenge_scope: HeaderValue,
 }
 
 impl Shared {
@@ -42,9 +46,20 @@ impl Shared {
         metadata: Option<(Vec<String>, Bytes)>,
         metadata_url: &str,
     ) -> Shared {
-        let challenge = format!("Bearer resource_metadata=\"{metadata_url}\"");
+        // The scopes were checked to need no escaping (printable ASCII, no quote or
+        // backslash), as was the metadata URL (an http(s) URL).
+        let scopes = guard.scopes().join(" ");
+        let scope = if scopes.is_empty() {
+            String::new()
+        } else {
+            format!(", scope=\"{scopes}\"")
+        };
+        let challenge = format!("Bearer resource_metadata=\"{metadata_url}\"{scope}");
         let challenge_invalid =
             format!("Bearer error=\"invalid_token\", resource_metadata=\"{metadata_url}\"");
+        let challenge_scope = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{scopes}\", resource_metadata=\"{metadata_url}\""
+        );
         let shutdown = CancellationToken::new();
         Shared {
             sessions: Sessions::new(server.clone(), &config, shutdown.clone()),
@@ -60,6 +75,8 @@ impl Shared {
             challenge: HeaderValue::from_str(&challenge)
                 .unwrap_or(HeaderValue::from_static("Bearer")),
             challenge_invalid: HeaderValue::from_str(&challenge_invalid)
+                .unwrap_or(HeaderValue::from_static("Bearer")),
+            challenge_scope: HeaderValue::from_str(&challenge_scope)
                 .unwrap_or(HeaderValue::from_static("Bearer")),
             config,
         }
