@@ -335,7 +335,7 @@ pub struct HttpArgs {
     #[arg(long = "allowed-host", value_name = "HOST", requires = "addr")]
     pub allowed_hosts: Vec<String>,
     /// Require `Authorization: Bearer <token>`, the token being this environment variable's
-    /// value.
+    /// value (one static token; --auth-issuer for OAuth access tokens instead).
     #[arg(long, value_name = "VAR", requires = "addr")]
     pub auth_token_env: Option<String>,
     /// An authorization server to name in the Protected Resource Metadata (repeatable).
@@ -344,6 +344,31 @@ pub struct HttpArgs {
     /// This server's canonical URL, as clients reach it [default: http://ADDR/mcp].
     #[arg(long, value_name = "URL", requires = "addr")]
     pub resource_url: Option<String>,
+    /// Require OAuth 2.1 access tokens: JWTs signed by this authorization server (its
+    /// issuer URL; its metadata and keys are fetched at start-up) for this server's URL,
+    /// named in the Protected Resource Metadata. Instead of --auth-token-env.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "addr",
+        conflicts_with_all = ["auth_token_env", "authorization_servers"]
+    )]
+    pub auth_issuer: Option<String>,
+    /// The audience access tokens must name [default: the resource URL].
+    #[arg(long, value_name = "AUD", requires = "auth_issuer")]
+    pub auth_audience: Option<String>,
+    /// A scope every request needs (repeatable); a token without it gets 403
+    /// insufficient_scope.
+    #[arg(long = "auth-scope", value_name = "SCOPE", requires = "auth_issuer")]
+    pub auth_scopes: Vec<String>,
+    /// Seconds an access token's expiry and not-before times may be off.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 60,
+        requires = "auth_issuer"
+    )]
+    pub auth_leeway: u64,
     /// Most legacy sessions at once.
     #[arg(long, value_name = "N", default_value_t = 10_000, requires = "addr")]
     pub max_sessions: usize,

@@ -535,6 +535,15 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
         allowed_origins: a.allowed_origins.clone(),
         allowed_hosts: a.allowed_hosts.clone(),
         auth_token,
+        jwt: a
+            .auth_issuer
+            .as_ref()
+            .map(|issuer| toolwright_http::JwtAuth {
+                audience: a.auth_audience.clone(),
+                scopes: a.auth_scopes.clone(),
+                leeway: Duration::from_secs(a.auth_leeway),
+                ..toolwright_http::JwtAuth::new(issuer.clone())
+            }),
         authorization_servers: a.authorization_servers.clone(),
         resource_url: a.resource_url.clone(),
         max_sessions: a.max_sessions,

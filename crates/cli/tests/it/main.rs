@@ -5,6 +5,7 @@
 
 mod util;
 
+mod auth_jwt;
 mod cli;
 mod cli_forms;
 mod client;
