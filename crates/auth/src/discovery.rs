@@ -33,7 +33,7 @@ pub(crate) async fn jwks_uri(fetcher: &Fetcher, issuer: &str) -> Result<String, 
                 continue;
             }
         };
-        return read(&doc, issuer).map_err(|why| fail(format!("{at}: {why}")));
+        return read(&doc, issuer, &at);
     }
     Err(fail(format!(
         "no metadata document was found ({})",
@@ -41,20 +41,24 @@ pub(crate) async fn jwks_uri(fetcher: &Fetcher, issuer: &str) -> Result<String, 
     )))
 }
 
-/// The `jwks_uri` of a metadata document, once its `issuer` is `issuer`.
-fn read(doc: &Value, issuer: &str) -> Result<String, String> {
+/// The `jwks_uri` of a metadata document (fetched from `at`), once its `issuer` is `issuer`.
+fn read(doc: &Value, issuer: &str, at: &str) -> Result<String, Error> {
+    let fail = |why: String| Error::Discovery {
+        issuer: issuer.to_owned(),
+        reason: format!("{at}: {why}"),
+    };
     let found = doc.get("issuer").and_then(Value::as_str);
     if found != Some(issuer) {
-        return Err(match found {
+        return Err(fail(match found {
             Some(other) => format!("it names issuer {other:?}, not the configured one"),
             None => "it has no \"issuer\"".to_owned(),
-        });
+        }));
     }
     let jwks = doc
         .get("jwks_uri")
         .and_then(Value::as_str)
-        .ok_or("it has no \"jwks_uri\"")?;
-    url::check("jwks_uri", jwks, false).map_err(|e| e.to_string())?;
+        .ok_or_else(|| fail("it has no \"jwks_uri\"".to_owned()))?;
+    url::check("jwks_uri", jwks, false).map_err(|e| fail(e.to_string()))?;
     Ok(jwks.to_owned())
 }
 
@@ -68,10 +72,10 @@ mod tests {
     fn documents_are_read() {
         let iss = "https://auth.example.com/t1";
         table! { |doc: Value, want: Result<&str, &str>| {
-                let got = read(&doc, iss);
+                let got = read(&doc, iss, "https://auth.example.com/m").map_err(|e| e.to_string());
                 match want {
                     Ok(uri) => assert_eq!(got.as_deref(), Ok(uri), "{doc}"),
-                    Err(part) => assert!(got.as_ref().is_err_and(|e| e.contains(part)), "{doc}: {got:?}"),
+                    Err(part) => assert!(got.as_ref().is_err_and(|e| e.contains(part) && e.contains("/m: ")), "{doc}: {got:?}"),
                 }
             };
             (json!({"issuer": iss, "jwks_uri": "https://auth.example.com/keys"}), Ok("https://auth.example.com/keys"));

@@ -53,4 +53,5 @@ mod validate;
 pub use cache::Refresh;
 pub use error::Error;
 pub use identity::Identity;
+pub use url::metadata_paths;
 pub use validate::{Settings, Validator};

@@ -70,20 +70,29 @@ pub(crate) fn check(what: &'static str, url: &str, issuer: bool) -> Result<HttpU
     })
 }
 
-/// Where an issuer's metadata is looked for, in the order of the MCP authorization spec:
-/// RFC 8414 with the issuer's path inserted after the well-known segment (§3.1), then
-/// OpenID Connect Discovery path-inserted, then OpenID path-appended; for an issuer
-/// without a path, RFC 8414 then OpenID.
-pub(crate) fn metadata_urls(issuer: &HttpUrl) -> Vec<String> {
-    let HttpUrl { origin, path, .. } = issuer;
-    let mut urls = vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{origin}/.well-known/openid-configuration{path}"),
+/// Where an issuer's metadata is looked for, as paths on the issuer's origin, in the order
+/// of the MCP authorization spec: RFC 8414 with the issuer's path (`issuer_path`, without
+/// its trailing `/`) inserted after the well-known segment (§3.1), then OpenID Connect
+/// Discovery path-inserted, then OpenID path-appended; for an issuer without a path,
+/// RFC 8414 then OpenID. The MCP client looks in the same places.
+pub fn metadata_paths(issuer_path: &str) -> Vec<String> {
+    let path = issuer_path.trim_end_matches('/');
+    let mut paths = vec![
+        format!("/.well-known/oauth-authorization-server{path}"),
+        format!("/.well-known/openid-configuration{path}"),
     ];
     if !path.is_empty() {
-        urls.push(format!("{origin}{path}/.well-known/openid-configuration"));
+        paths.push(format!("{path}/.well-known/openid-configuration"));
     }
-    urls
+    paths
+}
+
+/// [`metadata_paths`] on the issuer's origin.
+pub(crate) fn metadata_urls(issuer: &HttpUrl) -> Vec<String> {
+    metadata_paths(&issuer.path)
+        .into_iter()
+        .map(|p| format!("{}{p}", issuer.origin))
+        .collect()
 }
 
 #[cfg(test)]

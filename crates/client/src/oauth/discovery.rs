@@ -117,29 +117,20 @@ fn well_known(url: &Url, name: &str) -> Vec<Url> {
 }
 
 /// The MCP spec's order for an issuer's metadata: with a path, RFC 8414 path-inserted,
-/// OpenID path-inserted, OpenID path-appended; without one, RFC 8414 then OpenID.
+/// OpenID path-inserted, OpenID path-appended; without one, RFC 8414 then OpenID (the
+/// places a protected resource looks too: [`toolwright_auth::metadata_paths`]).
 pub(crate) fn authorization_server_metadata_urls(issuer: &Url) -> Vec<Url> {
     let mut base = issuer.clone();
     base.set_query(None);
     base.set_fragment(None);
-    let path = issuer.path().trim_end_matches('/').to_owned();
-    let at = |p: String| {
-        let mut u = base.clone();
-        u.set_path(&p);
-        u
-    };
-    if path.is_empty() {
-        vec![
-            at("/.well-known/oauth-authorization-server".into()),
-            at("/.well-known/openid-configuration".into()),
-        ]
-    } else {
-        vec![
-            at(format!("/.well-known/oauth-authorization-server{path}")),
-            at(format!("/.well-known/openid-configuration{path}")),
-            at(format!("{path}/.well-known/openid-configuration")),
-        ]
-    }
+    toolwright_auth::metadata_paths(issuer.path())
+        .into_iter()
+        .map(|p| {
+            let mut u = base.clone();
+            u.set_path(&p);
+            u
+        })
+        .collect()
 }
 
 /// The canonical resource URI of an MCP endpoint (RFC 8707, as the spec writes it): no
