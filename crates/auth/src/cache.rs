@@ -145,7 +145,7 @@ impl KeyCache {
             url: self.url.clone(),
             reason,
         };
-        let keys = KeySet::parse(&fetched.json).map_err(|r| bad(r.to_owned()))?;
+        let keys = KeySet::parse(&fetched.json).map_err(|r| bad(r.to_string()))?;
         if keys.keys.is_empty() {
             return Err(bad(
                 "it holds no usable key (RS256, ES256 or EdDSA signing keys)".into(),

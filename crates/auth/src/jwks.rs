@@ -8,6 +8,43 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
 
+/// Why a JWKS document, or one key in it, cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unusable {
+    /// The document has no `keys` array.
+    #[error("it has no \"keys\" array")]
+    NoKeys,
+    /// The key is for another use than signing.
+    #[error("its use is {0:?}, not \"sig\"")]
+    Use(String),
+    /// The key's operations leave out verifying.
+    #[error("its key_ops do not include \"verify\"")]
+    Ops,
+    /// A member the key needs is absent.
+    #[error("no {0:?}")]
+    Missing(&'static str),
+    /// A member that should be base64url is not.
+    #[error("{0:?} is not base64url")]
+    NotBase64(&'static str),
+    /// An RSA modulus under 2048 bits.
+    #[error("an RSA modulus of {0} bits is too short")]
+    ShortModulus(usize),
+    /// A curve point of the wrong size.
+    #[error("{0}")]
+    PointSize(&'static str),
+    /// A key type (and curve) not accepted.
+    #[error("kty {kty:?}{} is not an RSA, P-256 or Ed25519 key", crv.as_ref().map(|c| format!(", crv {c:?}")).unwrap_or_default())]
+    Type {
+        /// Its `kty`.
+        kty: String,
+        /// Its `crv`, if any.
+        crv: Option<String>,
+    },
+    /// The key is marked for an algorithm not accepted.
+    #[error("its alg {0:?} is not accepted")]
+    Alg(String),
+}
+
 /// The algorithms a token may be signed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Alg {
@@ -88,11 +125,11 @@ pub(crate) enum Lookup<'a> {
 impl KeySet {
     /// Reads a JWKS document; `Err` when it is not one. Keys this crate cannot use are
     /// left out (each with a debug line); the set may be empty.
-    pub fn parse(doc: &Value) -> Result<KeySet, String> {
+    pub fn parse(doc: &Value) -> Result<KeySet, Unusable> {
         let keys = doc
             .get("keys")
             .and_then(Value::as_array)
-            .ok_or("it has no \"keys\" array")?;
+            .ok_or(Unusable::NoKeys)?;
         let mut out = Vec::new();
         for (i, jwk) in keys.iter().enumerate() {
             match key(jwk) {
@@ -131,26 +168,26 @@ fn text<'a>(jwk: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 /// A base64url member's bytes.
-fn bytes(jwk: &Value, name: &str) -> Result<Vec<u8>, String> {
-    let value = text(jwk, name).ok_or_else(|| format!("no {name:?}"))?;
+fn bytes(jwk: &Value, name: &'static str) -> Result<Vec<u8>, Unusable> {
+    let value = text(jwk, name).ok_or(Unusable::Missing(name))?;
     URL_SAFE_NO_PAD
         .decode(value.trim_end_matches('='))
-        .map_err(|_| format!("{name:?} is not base64url"))
+        .map_err(|_| Unusable::NotBase64(name))
 }
 
 /// One JWK as a key, or why it is left out.
-fn key(jwk: &Value) -> Result<Key, String> {
+fn key(jwk: &Value) -> Result<Key, Unusable> {
     if let Some(usage) = text(jwk, "use")
         && usage != "sig"
     {
-        return Err(format!("its use is {usage:?}, not \"sig\""));
+        return Err(Unusable::Use(usage.to_owned()));
     }
     if let Some(ops) = jwk.get("key_ops").and_then(Value::as_array)
         && !ops.iter().any(|o| o == "verify")
     {
-        return Err("its key_ops do not include \"verify\"".into());
+        return Err(Unusable::Ops);
     }
-    let kty = text(jwk, "kty").ok_or("no \"kty\"")?;
+    let kty = text(jwk, "kty").ok_or(Unusable::Missing("kty"))?;
     let named = text(jwk, "alg");
     let crv = text(jwk, "crv");
     let (alg, decoding) = match (kty, crv) {
@@ -159,7 +196,7 @@ fn key(jwk: &Value) -> Result<Key, String> {
             let e = bytes(jwk, "e")?;
             let bits = n.iter().skip_while(|b| **b == 0).count() * 8;
             if bits < 2048 {
-                return Err(format!("an RSA modulus of {bits} bits is too short"));
+                return Err(Unusable::ShortModulus(bits));
             }
             (Alg::Rs256, DecodingKey::from_rsa_raw_components(&n, &e))
         }
@@ -167,7 +204,9 @@ fn key(jwk: &Value) -> Result<Key, String> {
             let x = bytes(jwk, "x")?;
             let y = bytes(jwk, "y")?;
             if x.len() != 32 || y.len() != 32 {
-                return Err("a P-256 key's x and y are 32 bytes each".into());
+                return Err(Unusable::PointSize(
+                    "a P-256 key's x and y are 32 bytes each",
+                ));
             }
             let point: Vec<u8> = [&[4u8][..], &x, &y].concat();
             (Alg::Es256, DecodingKey::from_ec_der(&point))
@@ -175,15 +214,15 @@ fn key(jwk: &Value) -> Result<Key, String> {
         ("OKP", Some("Ed25519")) => {
             let x = bytes(jwk, "x")?;
             if x.len() != 32 {
-                return Err("an Ed25519 key's x is 32 bytes".into());
+                return Err(Unusable::PointSize("an Ed25519 key's x is 32 bytes"));
             }
             (Alg::EdDsa, DecodingKey::from_ed_der(&x))
         }
         (kty, crv) => {
-            return Err(format!(
-                "kty {kty:?}{} is not an RSA, P-256 or Ed25519 key",
-                crv.map(|c| format!(", crv {c:?}")).unwrap_or_default()
-            ));
+            return Err(Unusable::Type {
+                kty: kty.to_owned(),
+                crv: crv.map(str::to_owned),
+            });
         }
     };
     // A key's own `alg` must be the one its type allows (`Ed25519` is an older spelling
@@ -192,7 +231,7 @@ fn key(jwk: &Value) -> Result<Key, String> {
         && named != alg.name()
         && !(alg == Alg::EdDsa && named == "Ed25519")
     {
-        return Err(format!("its alg {named:?} is not accepted"));
+        return Err(Unusable::Alg(named.to_owned()));
     }
     Ok(Key {
         kid: text(jwk, "kid").map(str::to_owned),
@@ -221,28 +260,34 @@ mod tests {
         let n = modulus();
         let short = URL_SAFE_NO_PAD.encode([0xC5u8; 128]);
         let (x, y) = (b64(32), b64(32));
-        table! { |jwk: Value, want: Option<Alg>| {
+        use Unusable as U;
+        let ty = |kty: &str, crv: Option<&str>| U::Type {
+            kty: kty.to_owned(),
+            crv: crv.map(str::to_owned),
+        };
+        table! { |jwk: Value, want: Result<Alg, Unusable>| {
                 let got = key(&jwk).map(|k| k.alg);
-                assert_eq!(got.as_ref().ok().copied(), want, "{jwk} {got:?}");
+                assert_eq!(got, want, "{jwk}");
             };
-            (json!({"kty": "RSA", "n": n, "e": "AQAB"}), Some(Alg::Rs256));
-            (json!({"kty": "RSA", "n": n, "e": "AQAB", "alg": "RS256", "use": "sig"}), Some(Alg::Rs256));
-            (json!({"kty": "RSA", "n": n, "e": "AQAB", "alg": "PS256"}), None);
-            (json!({"kty": "RSA", "n": n, "e": "AQAB", "alg": "HS256"}), None);
-            (json!({"kty": "RSA", "n": n, "e": "AQAB", "use": "enc"}), None);
-            (json!({"kty": "RSA", "n": n, "e": "AQAB", "key_ops": ["encrypt"]}), None);
-            (json!({"kty": "RSA", "n": short, "e": "AQAB"}), None);
-            (json!({"kty": "RSA", "e": "AQAB"}), None);
-            (json!({"kty": "EC", "crv": "P-256", "x": x, "y": y}), Some(Alg::Es256));
-            (json!({"kty": "EC", "crv": "P-256", "x": x, "y": y, "alg": "ES384"}), None);
-            (json!({"kty": "EC", "crv": "P-384", "x": b64(48), "y": b64(48)}), None);
-            (json!({"kty": "EC", "crv": "P-256", "x": b64(31), "y": y}), None);
-            (json!({"kty": "OKP", "crv": "Ed25519", "x": x}), Some(Alg::EdDsa));
-            (json!({"kty": "OKP", "crv": "Ed25519", "x": x, "alg": "Ed25519"}), Some(Alg::EdDsa));
-            (json!({"kty": "OKP", "crv": "X25519", "x": x}), None);
-            (json!({"kty": "oct", "k": "c2VjcmV0"}), None);
-            (json!({"kty": "oct", "k": "c2VjcmV0", "alg": "HS256"}), None);
-            (json!({"n": n, "e": "AQAB"}), None);
+            (json!({"kty": "RSA", "n": n, "e": "AQAB"}), Ok(Alg::Rs256));
+            (json!({"kty": "RSA", "n": n, "e": "AQAB", "alg": "RS256", "use": "sig"}), Ok(Alg::Rs256));
+            (json!({"kty": "RSA", "n": n, "e": "AQAB", "alg": "PS256"}), Err(U::Alg("PS256".into())));
+            (json!({"kty": "RSA", "n": n, "e": "AQAB", "alg": "HS256"}), Err(U::Alg("HS256".into())));
+            (json!({"kty": "RSA", "n": n, "e": "AQAB", "use": "enc"}), Err(U::Use("enc".into())));
+            (json!({"kty": "RSA", "n": n, "e": "AQAB", "key_ops": ["encrypt"]}), Err(U::Ops));
+            (json!({"kty": "RSA", "n": short, "e": "AQAB"}), Err(U::ShortModulus(1024)));
+            (json!({"kty": "RSA", "n": "!!", "e": "AQAB"}), Err(U::NotBase64("n")));
+            (json!({"kty": "RSA", "e": "AQAB"}), Err(U::Missing("n")));
+            (json!({"kty": "EC", "crv": "P-256", "x": x, "y": y}), Ok(Alg::Es256));
+            (json!({"kty": "EC", "crv": "P-256", "x": x, "y": y, "alg": "ES384"}), Err(U::Alg("ES384".into())));
+            (json!({"kty": "EC", "crv": "P-384", "x": b64(48), "y": b64(48)}), Err(ty("EC", Some("P-384"))));
+            (json!({"kty": "EC", "crv": "P-256", "x": b64(31), "y": y}), Err(U::PointSize("a P-256 key's x and y are 32 bytes each")));
+            (json!({"kty": "OKP", "crv": "Ed25519", "x": x}), Ok(Alg::EdDsa));
+            (json!({"kty": "OKP", "crv": "Ed25519", "x": x, "alg": "Ed25519"}), Ok(Alg::EdDsa));
+            (json!({"kty": "OKP", "crv": "X25519", "x": x}), Err(ty("OKP", Some("X25519"))));
+            (json!({"kty": "oct", "k": "c2VjcmV0"}), Err(ty("oct", None)));
+            (json!({"kty": "oct", "k": "c2VjcmV0", "alg": "HS256"}), Err(ty("oct", None)));
+            (json!({"n": n, "e": "AQAB"}), Err(U::Missing("kty")));
         }
     }
 
@@ -275,7 +320,10 @@ mod tests {
         let one =
             KeySet::parse(&json!({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x}]})).unwrap();
         assert!(matches!(one.lookup(None, Alg::EdDsa), Lookup::Found(_)));
-        assert!(KeySet::parse(&json!({"keys": {}})).is_err());
-        assert!(KeySet::parse(&json!([])).is_err());
+        assert_eq!(
+            KeySet::parse(&json!({"keys": {}})).err(),
+            Some(Unusable::NoKeys)
+        );
+        assert_eq!(KeySet::parse(&json!([])).err(), Some(Unusable::NoKeys));
     }
 }
