@@ -118,6 +118,13 @@ impl KeyCache {
         cache
     }
 
+    /// Puts `keys` in place of the cached ones, as a fetch would (a new generation).
+    #[cfg(test)]
+    pub fn replace(&self, keys: KeySet) {
+        *self.keys.write().unwrap() = Arc::new(keys);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// The keys now, and the generation they belong to.
     pub fn current(&self) -> (u64, Arc<KeySet>) {
         let generation = self.generation.load(Ordering::Acquire);

@@ -35,6 +35,8 @@
 //! - `cache.rs`: the keys cached, refreshed when stale and on an unknown `kid`, within
 //!   bounds ([`Refresh`]).
 //! - `validate.rs`: [`Validator`] and its [`Settings`]: header, key, signature, claims.
+//! - `verified.rs`: tokens already verified by the current keys, so a client's next call
+//!   with the same token checks only its times (bounded; forgotten when the keys change).
 //! - `identity.rs`: [`Identity`], what a verified token says (subject, scopes, client,
 //!   every claim).
 //! - `error.rs`: [`Error`], one variant per reason a token is refused.
@@ -49,6 +51,7 @@ mod jwks;
 mod stand_in;
 mod url;
 mod validate;
+mod verified;
 
 pub use cache::Refresh;
 pub use error::Error;

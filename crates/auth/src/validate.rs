@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::fetch::Fetcher;
 use crate::identity::Identity;
 use crate::jwks::{Alg, Key, Lookup};
+use crate::verified::Verified;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::errors::ErrorKind;
@@ -64,6 +65,8 @@ struct Inner {
     leeway: u64,
     jwks_uri: String,
     cache: Arc<KeyCache>,
+    /// Tokens already verified with the current keys.
+    verified: Verified,
 }
 
 impl Validator {
@@ -89,6 +92,7 @@ impl Validator {
                 leeway: settings.leeway.as_secs(),
                 jwks_uri,
                 cache: Arc::new(cache),
+                verified: Verified::default(),
             }),
         }
     }
@@ -116,13 +120,17 @@ impl Validator {
     ///
     /// Why the token was refused ([`Error::is_token_fault`]), or
     /// [`Error::IssuerUnreachable`] (and [`Error::Jwks`]) when a refresh it needed failed.
-    pub async fn validate(&self, token: &str) -> Result<Identity, Error> {
+    pub async fn validate(&self, token: &str) -> Result<Arc<Identity>, Error> {
         let inner = &self.inner;
-        let (alg, kid) = header(token)?;
         inner.cache.refresh_if_stale();
         let (generation, keys) = inner.cache.current();
+        // A token this key set already verified is not verified again (its times are).
+        if let Some(identity) = inner.verified.get(token, generation, now(), inner.leeway) {
+            return Ok(identity);
+        }
+        let (alg, kid) = header(token)?;
         match keys.lookup(kid.as_deref(), alg) {
-            Lookup::Found(key) => return self.verify(token, key, now()),
+            Lookup::Found(key) => return self.verify(token, key, generation, now()),
             Lookup::Mismatch(key_alg) => return Err(mismatch(kid, alg, key_alg)),
             Lookup::Missing => {}
         }
@@ -130,16 +138,23 @@ impl Validator {
         if !inner.cache.refresh_for_miss(generation).await? {
             return Err(Error::UnknownKey { kid });
         }
-        let (_, keys) = inner.cache.current();
+        let (generation, keys) = inner.cache.current();
         match keys.lookup(kid.as_deref(), alg) {
-            Lookup::Found(key) => self.verify(token, key, now()),
+            Lookup::Found(key) => self.verify(token, key, generation, now()),
             Lookup::Mismatch(key_alg) => Err(mismatch(kid, alg, key_alg)),
             Lookup::Missing => Err(Error::UnknownKey { kid }),
         }
     }
 
-    /// The signature with `key`, then the claims at `now` (unix seconds).
-    fn verify(&self, token: &str, key: &Key, now: u64) -> Result<Identity, Error> {
+    /// The signature with `key` (of key-set `generation`), then the claims at `now` (unix
+    /// seconds); a token that passes is remembered.
+    fn verify(
+        &self,
+        token: &str,
+        key: &Key,
+        generation: u64,
+        now: u64,
+    ) -> Result<Arc<Identity>, Error> {
         // jsonwebtoken checks the signature (and that the header's alg is the key's);
         // the claims are checked below, where each failure keeps what the token said.
         let mut only_signature = jsonwebtoken::Validation::new(key.alg.jwt());
@@ -159,12 +174,17 @@ impl Validator {
                         kid: key.kid.clone(),
                     },
                 })?;
-        self.check_claims(&data.claims, now)?;
-        Ok(Identity::from_claims(data.claims))
+        let exp = self.check_claims(&data.claims, now)?;
+        let nbf = seconds(data.claims.get("nbf"));
+        let identity = Arc::new(Identity::from_claims(data.claims));
+        self.inner
+            .verified
+            .put(token, generation, exp, nbf, identity.clone(), now);
+        Ok(identity)
     }
 
-    /// `exp`, `nbf`, `iss` and `aud` of verified claims, at `now` (unix seconds).
-    fn check_claims(&self, claims: &Map<String, Value>, now: u64) -> Result<(), Error> {
+    /// `exp`, `nbf`, `iss` and `aud` of verified claims, at `now` (unix seconds); `exp`.
+    fn check_claims(&self, claims: &Map<String, Value>, now: u64) -> Result<u64, Error> {
         let inner = &self.inner;
         let exp = seconds(claims.get("exp")).ok_or(Error::NoExpiry)?;
         if now > exp.saturating_add(inner.leeway) {
@@ -197,7 +217,7 @@ impl Validator {
                 expected: inner.audiences.clone(),
             });
         }
-        Ok(())
+        Ok(exp)
     }
 }
 

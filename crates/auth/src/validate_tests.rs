@@ -201,3 +201,33 @@ async fn a_verified_token_says_who_and_what() {
         Err(Error::WrongAudience { .. })
     ));
 }
+
+#[tokio::test]
+async fn a_verified_token_is_remembered_until_the_keys_change() {
+    let ed = ed25519("k");
+    let v = validator(&[&ed], &[AUD]);
+    let token = mint(&ed, Some("k"), &claims(json!({})));
+    let first = v.validate(&token).await.unwrap();
+    let again = v.validate(&token).await.unwrap();
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "the second use is not verified again"
+    );
+    // A token that was refused is not remembered: it is refused again, for the same reason.
+    let late = mint(&ed, Some("k"), &claims(json!({"exp": now_secs() - 3600})));
+    for _ in 0..2 {
+        assert!(matches!(
+            v.validate(&late).await,
+            Err(Error::Expired { .. })
+        ));
+    }
+    // The issuer drops the key: the remembered token goes through the whole check again.
+    let other = ed25519("k2");
+    v.inner
+        .cache
+        .replace(KeySet::parse(&json!({"keys": [other.jwk]})).unwrap());
+    assert!(matches!(
+        v.validate(&token).await,
+        Err(Error::UnknownKey { .. })
+    ));
+}

@@ -94,7 +94,7 @@ impl Bearer {
                 let token = std::str::from_utf8(token).map_err(|_| Refusal::BadToken)?;
                 return match validator.validate(token).await {
                     Ok(identity) if identity.missing_scopes(scopes).is_empty() => {
-                        Ok(Some(Arc::new(identity)))
+                        Ok(Some(identity))
                     }
                     Ok(identity) => {
                         tracing::debug!(
