@@ -17,6 +17,10 @@
 //! loadgen json-server     [--addr 127.0.0.1:PORT] [--port-file F] [--max-secs S]
 //! loadgen otlp-sink       [--addr 127.0.0.1:PORT] [--port-file F] [--max-secs S]
 //!                         (POST /v1/traces counted; GET /stats: requests, spans, bytes)
+//! loadgen issuer          [--addr 127.0.0.1:PORT] [--port-file F] --token-file T
+//!                         [--audience AUD] [--max-secs S]  (an authorization server
+//!                         stand-in: RFC 8414 metadata, a JWKS of one ES256 key; the
+//!                         token it mints for AUD is written to T)
 //! loadgen report          --results FILE --out FILE --server LABEL=NAME... [--meta K=V]...
 //!                         [--note TEXT]... [--summary FILE] [--require-all]
 //!                         [--cmd-server LABEL=NAME]... [--http-server LABEL=NAME]...
@@ -45,6 +49,7 @@ mod direct;
 mod floor;
 mod http;
 mod http1;
+mod issuer;
 mod jsonsrv;
 mod otlpsink;
 mod procs;
@@ -270,7 +275,7 @@ fn watch_pids(a: &Args) -> Result<Vec<(String, u32)>> {
 fn usage() -> &'static str {
     "loadgen: raw JSON-RPC load generator for MCP servers\n\
      subcommands: cold-start stdio-seq stdio-pipelined tools-list http floor\n\
-     \x20            spawn http-get json-server otlp-sink report\n\
+     \x20            spawn http-get json-server otlp-sink issuer report\n\
      see the top of bench/loadgen/src/main.rs or bench/README.md for options"
 }
 
@@ -303,6 +308,7 @@ fn main() -> ExitCode {
         }
         "json-server" => run_listener(&args, "json-server", |a, l, b| jsonsrv::run(a, l, b)),
         "otlp-sink" => run_listener(&args, "otlp-sink", |a, l, b| otlpsink::run(a, l, b)),
+        "issuer" => run_issuer(&args),
         "report" => run_report(&args),
         _ => run_measure(&args),
     }
@@ -340,6 +346,45 @@ fn run_listener(
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{name}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes `text` to `path` whole: under another name, then renamed.
+fn write_whole(path: &str, text: &str) -> Result<()> {
+    let tmp = format!("{path}.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {tmp}"))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp}"))?;
+    Ok(())
+}
+
+fn run_issuer(a: &Args) -> ExitCode {
+    let go = || -> Result<()> {
+        let lifetime = a.max(600.0)?;
+        let token_file = a
+            .get("token-file")
+            .ok_or_else(|| anyhow!("issuer: --token-file FILE is required"))?;
+        let port_file = a.get("port-file");
+        issuer::run(
+            a.get("addr").unwrap_or("127.0.0.1:0"),
+            lifetime,
+            a.get("audience").unwrap_or("urn:toolwright-bench"),
+            |port, token| {
+                eprintln!("issuer: listening on 127.0.0.1:{port}");
+                // The token first: a harness that sees the port finds the token there.
+                write_whole(token_file, &format!("{token}\n"))?;
+                if let Some(f) = port_file {
+                    write_whole(f, &format!("{port}\n"))?;
+                }
+                Ok(())
+            },
+        )
+    };
+    match go() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("issuer: {e:#}");
             ExitCode::FAILURE
         }
     }
