@@ -34,6 +34,8 @@
 //!                         [--tel-server LABEL=NAME]... [--tel-note TEXT]...
 //!                         [--tel-baseline BENCHMARKS.md] (telemetry section; LABEL
 //!                         tel-off, tel-metrics or tel-export)
+//!                         [--auth-server LABEL=NAME]... [--auth-note TEXT]...
+//!                         (access-token section; LABEL auth-static or auth-jwt)
 //! common: --era legacy|modern  --protocol-version V  --env K=V  --label NAME  --run N
 //!         --max-secs S (measured part)  --timeout-secs S (whole command)  --stderr FILE
 //!         --measure NAME (the line's `measure`, default the subcommand)
@@ -424,6 +426,8 @@ fn run_report(a: &Args) -> ExitCode {
             tel_servers: a.pairs("tel-server")?,
             tel_notes: a.all("tel-note").map(str::to_owned).collect(),
             tel_baseline: a.get("tel-baseline").map(Into::into),
+            auth_servers: a.pairs("auth-server")?,
+            auth_notes: a.all("auth-note").map(str::to_owned).collect(),
         })
     };
     let o = match build() {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::stats;
 
+mod auth;
 mod declared;
 mod format;
 mod gateway;
@@ -194,6 +195,10 @@ pub struct ReportOpts {
     pub tel_notes: Vec<String>,
     /// The BENCHMARKS.md whose toolwright figures the telemetry section shows as "before".
     pub tel_baseline: Option<PathBuf>,
+    /// Access-token section: (label `auth-static` or `auth-jwt`, display name).
+    pub auth_servers: Vec<(String, String)>,
+    /// Free-text lines of the access-token section.
+    pub auth_notes: Vec<String>,
 }
 
 #[derive(Default)]
@@ -419,6 +424,11 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
         );
     }
 
+    if !o.auth_servers.is_empty() {
+        let (name, m) = auth::write(&mut md, &c, &t, &o.auth_servers, &o.auth_notes);
+        eprintln!("target {name}: {m}");
+    }
+
     if !o.notes.is_empty() {
         let _ = writeln!(md, "\n## Servers and configurations\n");
         for n in &o.notes {
@@ -485,6 +495,10 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
     absent.extend(telemetry::absent(&t, &o.tel_servers));
     for (label, _) in &o.tel_servers {
         telemetry::summary(&t, label, per(&mut summary, label));
+    }
+    absent.extend(auth::absent(&t, &o.auth_servers));
+    for (label, _) in &o.auth_servers {
+        auth::summary(&t, label, per(&mut summary, label));
     }
     if let Some(path) = &o.summary {
         std::fs::write(path, serde_json::to_string_pretty(&Value::Object(summary))?)
@@ -577,6 +591,7 @@ fn all_figures() -> impl Iterator<Item = &'static Figure> {
         .chain(gateway::FIGURES)
         .chain(replicas::FIGURES)
         .chain(telemetry::FIGURES)
+        .chain(auth::FIGURES)
 }
 
 type Target = (String, &'static str, Option<f64>, bool);
