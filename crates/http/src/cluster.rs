@@ -152,6 +152,7 @@ fn record_of(mcp: &Session, roots_generation: u64) -> Option<SessionRecord> {
         initialized: mcp.is_initialized(),
         log_level: level_name(mcp.log_level()),
         roots_generation,
+        caller: mcp.caller().map(|c| (**c).clone()),
     })
 }
 
@@ -206,6 +207,9 @@ impl Replicated {
             rec.initialized,
             level_of(&rec.log_level),
         );
+        if let Some(caller) = &rec.caller {
+            hs.mcp.set_caller(Arc::new(caller.clone()));
+        }
         *hs.record.lock() = Some(rec);
         Ok(self.local.table.adopt(hs))
     }

@@ -100,7 +100,12 @@
 //! fails: 401 `error="invalid_token"`; a valid token without a required scope: 403
 //! `error="insufficient_scope"` naming the scopes needed; the issuer's keys unreachable
 //! for a token whose key is not cached: 503. The verified [`Identity`] is put in the
-//! request's extensions (an `Arc<Identity>`) before it is handled. The metadata names
+//! request's extensions (an `Arc<Identity>`, and the server's view of it, an
+//! `Arc<toolwright_server::Caller>`) before it is handled; the session that handles it is
+//! bound to that caller (a tool reads it with `ToolContext::identity`). A legacy session
+//! stays bound to the subject of its `initialize`: a request bearing another subject's
+//! token is answered as for an unknown session (404), on POST, GET and DELETE, on every
+//! replica (the session record carries the caller). The metadata names
 //! the issuer in `authorization_servers` and the required scopes in `scopes_supported`.
 //!
 //! Bodies over the limit get 413; oversized headers 431; slow request heads close the

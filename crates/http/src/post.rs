@@ -28,7 +28,7 @@ use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
 use toolwright_protocol::{Method, ProtocolVersion};
 use toolwright_server::era::{self, Claim};
 use toolwright_server::telemetry::Transport;
-use toolwright_server::{Ambient, Handled, Inbound, Outbound, Outcome, Session};
+use toolwright_server::{Ambient, Caller, Handled, Inbound, Outbound, Outcome, Session};
 
 /// POST: the body checked and read, its era claimed, then handled in that era.
 pub(crate) async fn post(
@@ -61,7 +61,9 @@ pub(crate) async fn post(
         Ok(l) => l,
         Err(r) => return *r,
     };
+    let caller = parts.extensions.get::<Arc<Caller>>();
     let to = Peer {
+        caller,
         client,
         accepts,
         addr,
@@ -191,7 +193,7 @@ fn traced(
     session: &Arc<Session>,
     inbound: Inbound,
     sink: &Arc<dyn Outbound>,
-    (headers, to): (&HeaderMap, &Peer),
+    (headers, to): (&HeaderMap, &Peer<'_>),
 ) -> Handled {
     if shared.server.config().telemetry.is_none() {
         return shared.server.handle(session, inbound, sink);
@@ -219,7 +221,9 @@ fn too_large(shared: &Shared, id: Option<&RequestId>) -> Response<Body> {
 
 /// Who a POST answers: the client (for the stream budgets) and the types it accepts.
 #[derive(Debug, Clone, Copy)]
-struct Peer {
+struct Peer<'a> {
+    /// Who the request's access token speaks for (none without JWT access tokens).
+    caller: Option<&'a Arc<Caller>>,
     client: Client,
     accepts: Accepts,
     /// The client's address and port (telemetry's `client.address`, `client.port`).
@@ -313,7 +317,7 @@ fn check_tool_headers(
 /// driven by the response itself (closing it cancels the call).
 async fn modern_post(
     shared: &Arc<Shared>,
-    to: Peer,
+    to: Peer<'_>,
     headers: &HeaderMap,
     inbound: Inbound,
 ) -> Response<Body> {
@@ -328,6 +332,7 @@ async fn modern_post(
     let (cell, sink) = new_cell(shared, to.accepts);
     let session = Session::new(sink.clone());
     session.set_label(Transport::Tcp, None);
+    bind(&session, to.caller);
     match traced(shared, &session, inbound, &sink, (headers, &to)) {
         Handled::Nothing if id.is_none() || !to.accepts.sse => accepted(),
         Handled::Nothing => {
@@ -400,7 +405,7 @@ fn request_ids(inbound: &Inbound) -> Vec<RequestId> {
 /// session (`initialize`), or no session at all (stateless).
 async fn legacy_post(
     shared: &Arc<Shared>,
-    to: Peer,
+    to: Peer<'_>,
     headers: &HeaderMap,
     (inbound, raw): (Inbound, &[u8]),
     hv: HeaderVersion<'_>,
@@ -428,7 +433,8 @@ async fn legacy_post(
         return initialize(shared, (headers, &to), inbound, first_id).await;
     }
     let missing = "Mcp-Session-Id header required (send initialize first)";
-    let hs = match named_session(shared, headers, first_id, missing).await {
+    let named = (headers, to.caller.map(|c| &**c));
+    let hs = match named_session(shared, named, first_id, missing).await {
         Ok(hs) => hs,
         Err(r) => return *r,
     };
@@ -465,7 +471,7 @@ async fn legacy_post(
 /// at `version` unless it is `initialize` (`version` is `None`).
 async fn stateless_post(
     shared: &Arc<Shared>,
-    (headers, to): (&HeaderMap, Peer),
+    (headers, to): (&HeaderMap, Peer<'_>),
     inbound: Inbound,
     version: Option<ProtocolVersion>,
     requests: &[RequestId],
@@ -476,13 +482,14 @@ async fn stateless_post(
         Some(v) => Session::stateless(sink.clone(), v),
     };
     session.set_label(Transport::Tcp, None);
+    bind(&session, to.caller);
     let handled = traced(shared, &session, inbound, &sink, (headers, &to));
     legacy_respond(shared, to, None, cell, handled, requests, &session).await
 }
 
 async fn initialize(
     shared: &Arc<Shared>,
-    (headers, to): (&HeaderMap, &Peer),
+    (headers, to): (&HeaderMap, &Peer<'_>),
     inbound: Inbound,
     id: Option<&RequestId>,
 ) -> Response<Body> {
@@ -494,6 +501,7 @@ async fn initialize(
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, &e);
     };
     let (_cell, sink) = new_cell(shared, to.accepts);
+    bind(&hs.mcp, to.caller);
     let reply = match traced(shared, &hs.mcp, inbound, &sink, (headers, to)) {
         Handled::Reply(reply) => reply,
         // `initialize` always answers at once; anything else is a bug worth a clear error.
@@ -525,7 +533,7 @@ async fn initialize(
 /// stream for `Last-Event-ID`.
 async fn legacy_respond(
     shared: &Arc<Shared>,
-    to: Peer,
+    to: Peer<'_>,
     hs: Option<(Arc<HttpSession>, Busy)>,
     cell: Arc<Cell>,
     handled: Handled,
@@ -574,7 +582,7 @@ async fn legacy_respond(
 /// its own.
 async fn answer_without_stream(
     shared: &Shared,
-    to: Peer,
+    to: Peer<'_>,
     cell: &Arc<Cell>,
     handled: Handled,
     requests: &[RequestId],
@@ -615,6 +623,13 @@ async fn answer_without_stream(
     }
     // Finished without a reply (cancelled): nothing to send.
     (!to.accepts.sse).then(accepted)
+}
+
+/// Binds `session` to the request's `caller`, if its token named one.
+fn bind(session: &Session, caller: Option<&Arc<Caller>>) {
+    if let Some(c) = caller {
+        session.set_caller(c.clone());
+    }
 }
 
 /// Cancels the calls of `requests` (their answer cannot be streamed).

@@ -20,6 +20,8 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use toolwright_auth::Identity;
+use toolwright_server::Caller;
 
 const ALLOWED_METHODS: HeaderValue = HeaderValue::from_static("GET, POST, DELETE");
 const ALLOWED_HEADERS: &str = "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, \
@@ -124,6 +126,15 @@ fn preflight(headers: &HeaderMap) -> Response<Body> {
     r
 }
 
+/// The server's view of a verified token: its subject, scopes and claims.
+fn caller_of(identity: &Identity) -> Caller {
+    Caller::new(
+        identity.subject.clone(),
+        identity.scopes.clone(),
+        identity.claims.clone(),
+    )
+}
+
 /// Routes `req` from `client` (its budget's key, and its address and port).
 async fn route(
     shared: &Arc<Shared>,
@@ -135,18 +146,23 @@ async fn route(
         if req.method() == Method::OPTIONS {
             return preflight(req.headers());
         }
-        match shared.guard.check_token(req.headers()).await {
-            // Where the handlers (and later the session and call context) find who called.
+        let caller = match shared.guard.check_token(req.headers()).await {
+            // Where the handlers find who called: the server's `Caller`, which the session
+            // and the call context carry on; the token's `Identity` stays beside it.
             Ok(Some(identity)) => {
+                let caller = Arc::new(caller_of(&identity));
                 req.extensions_mut().insert(identity);
+                req.extensions_mut().insert(caller.clone());
+                Some(caller)
             }
-            Ok(None) => {}
+            Ok(None) => None,
             Err(r) => return refusal(shared, r),
-        }
+        };
+        let who = (req.headers(), caller.as_deref());
         return match *req.method() {
             Method::POST => post::post(shared, client, peer, req).await,
-            Method::GET => streams::get(shared, client, req.headers()).await,
-            Method::DELETE => streams::delete(shared, req.headers()).await,
+            Method::GET => streams::get(shared, client, who).await,
+            Method::DELETE => streams::delete(shared, who).await,
             _ => {
                 let mut r = refuse(
                     StatusCode::METHOD_NOT_ALLOWED,

@@ -7,7 +7,7 @@
 //!
 //! - the session's [`SessionRecord`] (negotiated version, client capabilities and info,
 //!   whether the client sent `notifications/initialized`, its log level, a generation
-//!   counter of its roots) is created at `initialize`, read (and its idle expiry pushed
+//!   counter of its roots, the identity it is bound to) is created at `initialize`, read (and its idle expiry pushed
 //!   back) by every request on any replica, and updated when a request changes it;
 //! - every event of every stream of the session is appended to a bounded per-stream log, so
 //!   that `Last-Event-ID` resumes a stream on any replica, and a GET stream on replica C
@@ -58,6 +58,10 @@ pub struct SessionRecord {
     /// Bumped by `notifications/roots/list_changed`: replicas holding a copy of the
     /// client's roots drop it when this differs from theirs.
     pub roots_generation: u64,
+    /// Who the session speaks for: the identity whose token opened it, to which every
+    /// replica binds its copy (absent without JWT access tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<toolwright_server::Caller>,
 }
 
 /// One event to append to a stream's log.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use toolwright_jsonrpc::RequestId;
 use toolwright_protocol::ProtocolVersion;
-use toolwright_server::ReplyFuture;
+use toolwright_server::{Caller, ReplyFuture};
 
 /// True when the session's version expects priming events (2025-11-25 and later).
 pub(crate) fn primes(hs: &HttpSession) -> bool {
@@ -60,7 +60,7 @@ pub(crate) fn stream_response(
 /// The session a GET or DELETE names, or the response refusing it.
 async fn session_of(
     shared: &Shared,
-    headers: &HeaderMap,
+    (headers, caller): (&HeaderMap, Option<&Caller>),
     what: &str,
 ) -> Result<Arc<HttpSession>, Box<Response<Body>>> {
     match headers::header_version(headers) {
@@ -77,15 +77,23 @@ async fn session_of(
             "{what}: this server is stateless (no sessions); use POST"
         ))));
     }
-    named_session(shared, headers, None, "Mcp-Session-Id header required").await
+    named_session(
+        shared,
+        (headers, caller),
+        None,
+        "Mcp-Session-Id header required",
+    )
+    .await
 }
 
 /// The live session `Mcp-Session-Id` names, or the response refusing the request (naming
 /// the request `id`): 400 without the header (saying `missing`), 404 for a session unknown
-/// or expired, 503 while the session store cannot answer.
+/// or expired, or bound to another subject than the `caller`'s (a session answers only the
+/// subject whose token opened it, and another one learns nothing of it), 503 while the
+/// session store cannot answer.
 pub(crate) async fn named_session(
     shared: &Shared,
-    headers: &HeaderMap,
+    (headers, caller): (&HeaderMap, Option<&Caller>),
     id: Option<&RequestId>,
     missing: &str,
 ) -> Result<Arc<HttpSession>, Box<Response<Body>>> {
@@ -97,8 +105,8 @@ pub(crate) async fn named_session(
         Err(_) => Ok(None),
     };
     match found {
-        Ok(Some(hs)) => Ok(hs),
-        Ok(None) => Err(Box::new(refuse(
+        Ok(Some(hs)) if same_subject(&hs, caller) => Ok(hs),
+        Ok(_) => Err(Box::new(refuse(
             StatusCode::NOT_FOUND,
             id,
             "unknown or expired session; initialize again",
@@ -107,15 +115,24 @@ pub(crate) async fn named_session(
     }
 }
 
+/// Whether the request's `caller` is the subject the session `hs` is bound to (both
+/// without one when no token is checked).
+fn same_subject(hs: &HttpSession, caller: Option<&Caller>) -> bool {
+    let bound = hs.mcp.caller().and_then(|c| c.subject.as_deref());
+    let bound_to_caller = hs.mcp.caller().is_some();
+    let presented = caller.and_then(|c| c.subject.as_deref());
+    bound_to_caller == caller.is_some() && bound == presented
+}
+
 /// GET: the session's standalone stream, or the resumption of any of its streams after
 /// `Last-Event-ID`. The standalone stream draws on the GET budget, a resumed POST stream on
 /// the reply budget.
 pub(crate) async fn get(
     shared: &Arc<Shared>,
     client: Client,
-    headers: &HeaderMap,
+    (headers, caller): (&HeaderMap, Option<&Caller>),
 ) -> Response<Body> {
-    let hs = match session_of(shared, headers, "GET").await {
+    let hs = match session_of(shared, (headers, caller), "GET").await {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -231,8 +248,11 @@ fn gone() -> Response<Body> {
 }
 
 /// DELETE: ends the session.
-pub(crate) async fn delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
-    let hs = match session_of(shared, headers, "DELETE").await {
+pub(crate) async fn delete(
+    shared: &Arc<Shared>,
+    (headers, caller): (&HeaderMap, Option<&Caller>),
+) -> Response<Body> {
+    let hs = match session_of(shared, (headers, caller), "DELETE").await {
         Ok(s) => s,
         Err(r) => return *r,
     };

@@ -119,6 +119,12 @@ impl ToolContext {
             .map(serde_json::value::RawValue::get)
     }
 
+    /// Who the call speaks for, as the transport verified it (an HTTP request's access
+    /// token); `None` over stdio, in-process and without authentication.
+    pub fn identity(&self) -> Option<&crate::Caller> {
+        self.inner.session.caller().map(|c| &**c)
+    }
+
     /// The id of the request being served.
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id

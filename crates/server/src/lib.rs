@@ -44,6 +44,9 @@
 //!   `server/discover`, `tools/list`, `logging/setLevel`, notifications; `listen.rs`:
 //!   `subscriptions/listen`; `dispatch_catalog.rs`: resources, prompts and completion.
 //! - [`session`]: per-connection state and the [`Outbound`] sink trait.
+//! - [`caller`]: [`Caller`], the verified identity a session speaks for (set by the
+//!   transport that checked a token; none over stdio), which a tool reads with
+//!   [`ToolContext::identity`].
 //! - [`stdio`]: newline-delimited JSON-RPC over stdin/stdout.
 //! - [`catalog`]: resources, resource templates and prompts.
 //! - [`mrtr`]: modern `input_required` round trips and the sealed `requestState`.
@@ -57,6 +60,7 @@
 //! - [`config`], [`error`].
 
 mod call;
+pub mod caller;
 pub mod catalog;
 pub mod config;
 pub mod context;
@@ -77,6 +81,7 @@ pub mod session;
 pub mod stdio;
 pub mod tool;
 
+pub use caller::Caller;
 pub use catalog::{BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, UriTemplate};
 pub use config::{Config, InputErrorMode};
 pub use context::ToolContext;

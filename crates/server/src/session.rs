@@ -5,6 +5,7 @@
 //! negotiate a version on it with `initialize`; modern requests use it only for
 //! cancellation (each modern request describes itself).
 
+use crate::caller::Caller;
 use crate::error::ClientRequestError;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
@@ -80,6 +81,8 @@ pub struct Session {
     label: OnceLock<(Transport, Option<Arc<str>>)>,
     /// Telemetry's record of the session, from its `initialize` to its end.
     observed: Mutex<Option<SessionGuard>>,
+    /// Who the session speaks for, as its transport verified it (none over stdio).
+    caller: OnceLock<Arc<Caller>>,
 }
 
 impl Session {
@@ -100,7 +103,20 @@ impl Session {
             listens: Default::default(),
             label: OnceLock::new(),
             observed: Mutex::new(None),
+            caller: OnceLock::new(),
         })
+    }
+
+    /// Binds the session to `caller`, the identity its transport verified (an HTTP
+    /// request's access token). Only the first call counts: a legacy session stays bound to
+    /// the identity of its `initialize`. False if the session had one already.
+    pub fn set_caller(&self, caller: Arc<Caller>) -> bool {
+        self.caller.set(caller).is_ok()
+    }
+
+    /// The identity [`Session::set_caller`] bound the session to.
+    pub fn caller(&self) -> Option<&Arc<Caller>> {
+        self.caller.get()
     }
 
     /// Says how the session's messages travel (stdio, the default, or HTTP) and which id

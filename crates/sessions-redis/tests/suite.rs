@@ -22,6 +22,7 @@ fn record() -> SessionRecord {
         initialized: false,
         log_level: "debug".into(),
         roots_generation: 0,
+        caller: None,
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 const SCOPES: &str = "tools:read tools:call";
 
 /// A signing key and its public JWK.
-struct TestKey {
+pub(crate) struct TestKey {
     alg: Algorithm,
     kid: String,
     signing: EncodingKey,
@@ -34,7 +34,7 @@ fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn es256(kid: &str) -> TestKey {
+pub(crate) fn es256(kid: &str) -> TestKey {
     let rng = SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
     let pair =
@@ -84,8 +84,8 @@ fn rs256(kid: &str) -> TestKey {
 /// The authorization server stand-in: serves its RFC 8414 metadata (issuer with a path,
 /// so the path is inserted after the well-known segment) and a JWKS, one request per
 /// connection, and counts the JWKS fetches.
-struct Issuer {
-    url: String,
+pub(crate) struct Issuer {
+    pub(crate) url: String,
     jwks: Arc<Mutex<Value>>,
     fetches: Arc<AtomicUsize>,
     /// The JWKS is answered 503 while set.
@@ -93,7 +93,7 @@ struct Issuer {
 }
 
 impl Issuer {
-    fn start(keys: &[&TestKey]) -> Issuer {
+    pub(crate) fn start(keys: &[&TestKey]) -> Issuer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let url = format!("{base}/tenant");
@@ -167,7 +167,7 @@ fn now() -> i64 {
 
 /// Claims good for `s` and `iss` for ten minutes, with `extra` set over them (`null`
 /// removes a claim).
-fn claims(s: &HttpServer, iss: &str, extra: Value) -> Value {
+pub(crate) fn claims(s: &HttpServer, iss: &str, extra: Value) -> Value {
     let mut c = json!({"iss": iss, "aud": s.url(), "sub": "alice", "client_id": "test-client",
         "iat": now(), "exp": now() + 600, "scope": SCOPES});
     for (k, v) in extra.as_object().unwrap() {
@@ -180,7 +180,7 @@ fn claims(s: &HttpServer, iss: &str, extra: Value) -> Value {
     c
 }
 
-fn mint(key: &TestKey, claims: &Value) -> String {
+pub(crate) fn mint(key: &TestKey, claims: &Value) -> String {
     let header = Header {
         kid: Some(key.kid.clone()),
         ..Header::new(key.alg)
@@ -188,7 +188,7 @@ fn mint(key: &TestKey, claims: &Value) -> String {
     jsonwebtoken::encode(&header, claims, &key.signing).unwrap()
 }
 
-fn start(issuer: &Issuer, extra: &[&str]) -> HttpServer {
+pub(crate) fn start(issuer: &Issuer, extra: &[&str]) -> HttpServer {
     let mut args = vec!["--auth-issuer", issuer.url.as_str()];
     for scope in SCOPES.split(' ') {
         args.extend(["--auth-scope", scope]);

@@ -6,6 +6,7 @@
 mod util;
 
 mod auth_jwt;
+mod auth_session;
 mod cli;
 mod cli_forms;
 mod client;
