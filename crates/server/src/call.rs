@@ -109,7 +109,9 @@ impl Server {
         let era = Era::resolve(p.meta.as_deref(), session)?;
         self.wait_ready();
         let snapshot = self.inner.registry.snapshot();
-        let Some(entry) = snapshot.get(&p.name).cloned() else {
+        // A tool outside the session's view is answered exactly as an unknown one.
+        let in_view = session.view().is_none_or(|v| v.shows(&p.name));
+        let Some(entry) = snapshot.get(&p.name).filter(|_| in_view).cloned() else {
             return Err(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
                 p.name

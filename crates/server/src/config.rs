@@ -50,6 +50,9 @@ pub struct Config {
     /// Where every request and notification is observed (metrics, spans); `None`, the
     /// default: telemetry is off and costs one check per message.
     pub telemetry: Option<std::sync::Arc<toolwright_telemetry::Telemetry>>,
+    /// Named sets of tools a transport gives its sessions ([`crate::view`]); none, the
+    /// default: every session sees every tool.
+    pub views: std::sync::Arc<crate::view::Views>,
 }
 
 impl Default for Config {
@@ -69,6 +72,7 @@ impl Default for Config {
             request_state_ttl: Duration::from_secs(600),
             max_listens_per_session: 16,
             telemetry: None,
+            views: std::sync::Arc::default(),
         }
     }
 }

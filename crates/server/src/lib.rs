@@ -44,6 +44,8 @@
 //!   `server/discover`, `tools/list`, `logging/setLevel`, notifications; `listen.rs`:
 //!   `subscriptions/listen`; `dispatch_catalog.rs`: resources, prompts and completion.
 //! - [`session`]: per-connection state and the [`Outbound`] sink trait.
+//! - [`view`]: [`View`]s, named sets of tools a session may be given (`tools/list`
+//!   filtered, a call outside answered as an unknown tool), and the rule choosing one.
 //! - [`caller`]: [`Caller`], the verified identity a session speaks for (set by the
 //!   transport that checked a token; none over stdio), which a tool reads with
 //!   [`ToolContext::identity`].
@@ -80,6 +82,7 @@ pub mod server;
 pub mod session;
 pub mod stdio;
 pub mod tool;
+pub mod view;
 
 pub use caller::Caller;
 pub use catalog::{BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, UriTemplate};
@@ -95,3 +98,4 @@ pub use stdio::{serve_io, serve_stdio, serve_stdio_lazy};
 pub use tool::{FnTool, Tool, ToolFuture, Typed, TypedTool};
 pub use toolwright_protocol::Tool as ToolDefinition;
 pub use toolwright_telemetry as telemetry;
+pub use view::{Override, View, Views, When};

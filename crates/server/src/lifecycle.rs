@@ -124,9 +124,11 @@ impl Server {
         let era = Era::resolve(p.meta.as_ref(), session)?;
         self.wait_ready();
         let snapshot = self.inner.registry.snapshot();
-        let page = snapshot
-            .page(p.cursor.as_deref(), era.version())
-            .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+        let page = match session.view() {
+            Some(view) => snapshot.page_in(view, p.cursor.as_deref(), era.version()),
+            None => snapshot.page(p.cursor.as_deref(), era.version()),
+        }
+        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
         // Written by hand around the cached, pre-serialized tools array: the only copy of
         // the definitions is the one into the reply line.
         let mut tail = String::with_capacity(256);

@@ -7,6 +7,7 @@
 
 use crate::error::{CursorError, RegisterError};
 use crate::tool::Tool;
+use crate::view::View;
 use arc_swap::ArcSwap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -188,22 +189,30 @@ impl Snapshot {
 
     /// Cuts `entries[start..]` into pages, serialized in the shape of `version`; with
     /// `only_first`, stops after one page.
+    /// In a `view`, only its tools count, as it shows them, and a page ends after its last
+    /// tool (so that the next cursor names a tool of the view, never one outside it).
     fn build_pages(
         &self,
         start: usize,
         version: ProtocolVersion,
         only_first: bool,
+        view: Option<&View>,
     ) -> Vec<CachedPage> {
         let mut pages = Vec::new();
         let mut json = String::from("[");
         let mut page_start = start;
         let mut count = 0;
+        let mut last = start;
         for (i, e) in self.entries.iter().enumerate().skip(start) {
-            if !e.listed {
+            if !e.listed || view.is_some_and(|v| !v.shows(&e.definition.name)) {
                 continue;
             }
-            let item = serde_json::to_string(&e.definition.to_wire(version))
-                .expect("definitions serialize");
+            let definition = match view {
+                Some(v) => v.definition(&e.definition),
+                None => Cow::Borrowed(&e.definition),
+            };
+            let item =
+                serde_json::to_string(&definition.to_wire(version)).expect("definitions serialize");
             if count > 0
                 && (count >= self.paging.max_tools
                     || json.len() + 1 + item.len() + 1 > self.paging.max_bytes)
@@ -211,7 +220,7 @@ impl Snapshot {
                 json.push(']');
                 pages.push(CachedPage {
                     start: page_start,
-                    end: i,
+                    end: if view.is_some() { last + 1 } else { i },
                     json: std::mem::take(&mut json).into_boxed_str(),
                 });
                 if only_first {
@@ -226,6 +235,7 @@ impl Snapshot {
             }
             json.push_str(&item);
             count += 1;
+            last = i;
         }
         json.push(']');
         pages.push(CachedPage {
@@ -247,8 +257,8 @@ impl Snapshot {
             None => 0,
             Some(c) => self.decode_cursor(c)?,
         };
-        let pages =
-            self.pages[shape_index(version)].get_or_init(|| self.build_pages(0, version, false));
+        let pages = self.pages[shape_index(version)]
+            .get_or_init(|| self.build_pages(0, version, false, None));
         let next =
             |end: usize| (end < self.entries.len()).then(|| encode_cursor(&self.entries[end - 1]));
         match pages.binary_search_by_key(&start, |p| p.start) {
@@ -258,13 +268,34 @@ impl Snapshot {
             }),
             // A cursor from an older snapshot can land mid-page; such pages are not cached.
             Err(_) => {
-                let page = self.build_pages(start, version, true).remove(0);
+                let page = self.build_pages(start, version, true, None).remove(0);
                 Ok(Page {
                     next_cursor: next(page.end),
                     tools_json: Cow::Owned(page.json.into_string()),
                 })
             }
         }
+    }
+
+    /// [`Snapshot::page`] within `view`: only its tools, as it shows them, paged over that
+    /// list (never cached: a view's pages are built when asked for).
+    pub fn page_in(
+        &self,
+        view: &View,
+        cursor: Option<&str>,
+        version: ProtocolVersion,
+    ) -> Result<Page<'static>, CursorError> {
+        let start = match cursor {
+            None => 0,
+            Some(c) => self.decode_cursor(c)?,
+        };
+        let page = self.build_pages(start, version, true, Some(view)).remove(0);
+        let next_cursor =
+            (page.end < self.entries.len()).then(|| encode_cursor(&self.entries[page.end - 1]));
+        Ok(Page {
+            next_cursor,
+            tools_json: Cow::Owned(page.json.into_string()),
+        })
     }
 
     fn decode_cursor(&self, cursor: &str) -> Result<usize, CursorError> {

@@ -314,3 +314,39 @@ fn an_empty_registry_has_one_empty_page() {
         .into_owned();
     assert_eq!(p, "[]");
 }
+
+#[test]
+fn a_view_pages_over_its_own_tools_and_cursors_name_only_them() {
+    let r = Registry::new(Paging {
+        max_tools: 2,
+        ..Paging::default()
+    });
+    for n in ["a1", "b1", "a2", "b2", "a3", "b3"] {
+        r.register(named(n)).unwrap();
+    }
+    let view = crate::view::View::new(
+        "a",
+        Arc::new(|n: &str| n.starts_with('a')),
+        None,
+        Default::default(),
+    );
+    let snapshot = r.snapshot();
+    let v = ProtocolVersion::LATEST;
+    let names = |json: &str| -> Vec<String> {
+        let tools: Vec<Value> = serde_json::from_str(json).unwrap();
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let first = snapshot.page_in(&view, None, v).unwrap();
+    assert_eq!(names(&first.tools_json), ["a1", "a2"]);
+    let cursor = first.next_cursor.unwrap();
+    assert_eq!(cursor, encode_cursor(snapshot.get("a2").unwrap()));
+    let second = snapshot.page_in(&view, Some(&cursor), v).unwrap();
+    assert_eq!(names(&second.tools_json), ["a3"]);
+    assert_eq!(second.next_cursor, None);
+    let none = crate::view::View::empty();
+    let empty = snapshot.page_in(&none, None, v).unwrap();
+    assert_eq!((&*empty.tools_json, empty.next_cursor), ("[]", None));
+}

@@ -7,6 +7,7 @@
 
 use crate::caller::Caller;
 use crate::error::ClientRequestError;
+use crate::view::View;
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -83,6 +84,8 @@ pub struct Session {
     observed: Mutex<Option<SessionGuard>>,
     /// Who the session speaks for, as its transport verified it (none over stdio).
     caller: OnceLock<Arc<Caller>>,
+    /// The view the session was given (none: every tool).
+    view: OnceLock<Arc<View>>,
 }
 
 impl Session {
@@ -104,6 +107,7 @@ impl Session {
             label: OnceLock::new(),
             observed: Mutex::new(None),
             caller: OnceLock::new(),
+            view: OnceLock::new(),
         })
     }
 
@@ -112,6 +116,17 @@ impl Session {
     /// the identity of its `initialize`. False if the session had one already.
     pub fn set_caller(&self, caller: Arc<Caller>) -> bool {
         self.caller.set(caller).is_ok()
+    }
+
+    /// Gives the session `view`: its `tools/list` shows only the view's tools, and a call
+    /// to any other is answered as a call to an unknown tool. Only the first call counts.
+    pub fn set_view(&self, view: Arc<View>) -> bool {
+        self.view.set(view).is_ok()
+    }
+
+    /// The view [`Session::set_view`] gave.
+    pub fn view(&self) -> Option<&Arc<View>> {
+        self.view.get()
     }
 
     /// The identity [`Session::set_caller`] bound the session to.
