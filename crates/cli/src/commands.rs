@@ -125,7 +125,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         telemetry,
         exposed,
     } = settings;
-    let config = server_config(a, p, telemetry)?;
+    let mut config = server_config(a, p, telemetry)?;
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
     info.title = Some("toolwright".into());
     let options = toolwright_tools::Options {
@@ -146,6 +146,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         .iter()
         .map(|t| t.definition_ref().name.clone())
         .collect();
+    config.views = Arc::new(crate::views::views(&servers.views));
     let gateway = gateway_for(&servers, &config, telemetry)?;
     let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&set.fixtures)?

@@ -14,6 +14,7 @@ mod commands;
 mod lint_cmd;
 mod logging;
 mod trust_cmd;
+mod views;
 
 use std::process::ExitCode;
 

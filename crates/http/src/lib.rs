@@ -105,7 +105,14 @@
 //! bound to that caller (a tool reads it with `ToolContext::identity`). A legacy session
 //! stays bound to the subject of its `initialize`: a request bearing another subject's
 //! token is answered as for an unknown session (404), on POST, GET and DELETE, on every
-//! replica (the session record carries the caller). The metadata names
+//! replica (the session record carries the caller).
+//!
+//! With views (`toolwright_server::Views` in the server's config), each view is also served
+//! at `PATH/NAME` (`/mcp/support`): a request there gets that view when its `when` admits
+//! the caller, and is answered as a path that does not exist (404) otherwise; a request to
+//! `PATH` gets the first view whose `when` admits the caller, else the view named `default`,
+//! else no tool at all. The session that handles the request is given the view (a legacy
+//! session keeps the view of its `initialize`). The metadata names
 //! the issuer in `authorization_servers` and the required scopes in `scopes_supported`.
 //!
 //! Bodies over the limit get 413; oversized headers 431; slow request heads close the

@@ -28,7 +28,7 @@ use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
 use toolwright_protocol::{Method, ProtocolVersion};
 use toolwright_server::era::{self, Claim};
 use toolwright_server::telemetry::Transport;
-use toolwright_server::{Ambient, Caller, Handled, Inbound, Outbound, Outcome, Session};
+use toolwright_server::{Ambient, Caller, Handled, Inbound, Outbound, Outcome, Session, View};
 
 /// POST: the body checked and read, its era claimed, then handled in that era.
 pub(crate) async fn post(
@@ -62,8 +62,10 @@ pub(crate) async fn post(
         Err(r) => return *r,
     };
     let caller = parts.extensions.get::<Arc<Caller>>();
+    let view = parts.extensions.get::<Arc<View>>();
     let to = Peer {
         caller,
+        view,
         client,
         accepts,
         addr,
@@ -224,6 +226,8 @@ fn too_large(shared: &Shared, id: Option<&RequestId>) -> Response<Body> {
 struct Peer<'a> {
     /// Who the request's access token speaks for (none without JWT access tokens).
     caller: Option<&'a Arc<Caller>>,
+    /// The view the request's path and caller chose (none without views).
+    view: Option<&'a Arc<View>>,
     client: Client,
     accepts: Accepts,
     /// The client's address and port (telemetry's `client.address`, `client.port`).
@@ -255,7 +259,7 @@ fn reply_only(status: StatusCode, line: Vec<u8>, accepts: Accepts) -> Response<B
 /// The modern mirroring rules: headers against the body, and the `Mcp-Param-*` headers the
 /// named tool asks for. `Err` is the response refusing the request.
 fn check_modern(
-    shared: &Shared,
+    (shared, view): (&Shared, Option<&Arc<View>>),
     headers: &HeaderMap,
     inbound: &Inbound,
 ) -> Result<(), Box<Response<Body>>> {
@@ -268,7 +272,7 @@ fn check_modern(
             headers::check_modern(headers, "tools/call", &peek, true)
                 .and_then(|()| {
                     check_tool_headers(
-                        shared,
+                        (shared, view),
                         headers,
                         &p.name,
                         p.arguments.as_ref().map(|a| &a.value),
@@ -283,7 +287,7 @@ fn check_modern(
                     (Method::ToolsCall, Some(name)) => {
                         let args: Option<Value> =
                             p.arguments.and_then(|a| serde_json::from_str(a.get()).ok());
-                        check_tool_headers(shared, headers, name, args.as_ref())
+                        check_tool_headers((shared, view), headers, name, args.as_ref())
                     }
                     _ => Ok(()),
                 })
@@ -298,13 +302,17 @@ fn check_modern(
     }
 }
 
-/// `Mcp-Param-*` headers of the tool a modern `tools/call` names.
+/// `Mcp-Param-*` headers of the tool a modern `tools/call` names (none for a tool outside
+/// the request's `view`, which is then answered as an unknown tool).
 fn check_tool_headers(
-    shared: &Shared,
+    (shared, view): (&Shared, Option<&Arc<View>>),
     headers: &HeaderMap,
     name: &str,
     args: Option<&Value>,
 ) -> Result<(), ErrorObject> {
+    if view.is_some_and(|v| !v.shows(name)) {
+        return Ok(());
+    }
     match shared.server.tools().get(name) {
         Some(entry) if !entry.param_headers.is_empty() => {
             headers::check_param_headers(headers, &entry.param_headers, args)
@@ -325,14 +333,14 @@ async fn modern_post(
         // Modern servers send no requests, so a response answers nothing: accept, ignore.
         return accepted();
     }
-    if let Err(resp) = check_modern(shared, headers, &inbound) {
+    if let Err(resp) = check_modern((shared, to.view), headers, &inbound) {
         return *resp;
     }
     let id = inbound.id().cloned();
     let (cell, sink) = new_cell(shared, to.accepts);
     let session = Session::new(sink.clone());
     session.set_label(Transport::Tcp, None);
-    bind(&session, to.caller);
+    bind(&session, &to);
     match traced(shared, &session, inbound, &sink, (headers, &to)) {
         Handled::Nothing if id.is_none() || !to.accepts.sse => accepted(),
         Handled::Nothing => {
@@ -482,7 +490,7 @@ async fn stateless_post(
         Some(v) => Session::stateless(sink.clone(), v),
     };
     session.set_label(Transport::Tcp, None);
-    bind(&session, to.caller);
+    bind(&session, &to);
     let handled = traced(shared, &session, inbound, &sink, (headers, &to));
     legacy_respond(shared, to, None, cell, handled, requests, &session).await
 }
@@ -501,7 +509,7 @@ async fn initialize(
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, &e);
     };
     let (_cell, sink) = new_cell(shared, to.accepts);
-    bind(&hs.mcp, to.caller);
+    bind(&hs.mcp, to);
     let reply = match traced(shared, &hs.mcp, inbound, &sink, (headers, to)) {
         Handled::Reply(reply) => reply,
         // `initialize` always answers at once; anything else is a bug worth a clear error.
@@ -625,10 +633,14 @@ async fn answer_without_stream(
     (!to.accepts.sse).then(accepted)
 }
 
-/// Binds `session` to the request's `caller`, if its token named one.
-fn bind(session: &Session, caller: Option<&Arc<Caller>>) {
-    if let Some(c) = caller {
+/// Binds `session` to the request's caller, if its token named one, and gives it the view
+/// chosen for the request, if there are views.
+fn bind(session: &Session, to: &Peer<'_>) {
+    if let Some(c) = to.caller {
         session.set_caller(c.clone());
+    }
+    if let Some(v) = to.view {
+        session.set_view(v.clone());
     }
 }
 

@@ -142,7 +142,16 @@ async fn route(
     mut req: Request<Incoming>,
 ) -> Response<Body> {
     let path = req.uri().path();
-    if path == shared.config.path {
+    let views = &shared.server.config().views;
+    // `/mcp/NAME`: the view NAME, when there are views.
+    let view_name = (!views.is_empty())
+        .then(|| {
+            path.strip_prefix(shared.config.path.as_str())?
+                .strip_prefix('/')
+        })
+        .flatten()
+        .map(str::to_owned);
+    if path == shared.config.path || view_name.is_some() {
         if req.method() == Method::OPTIONS {
             return preflight(req.headers());
         }
@@ -158,6 +167,17 @@ async fn route(
             Ok(None) => None,
             Err(r) => return refusal(shared, r),
         };
+        if !views.is_empty() {
+            let view = match &view_name {
+                Some(name) => views.for_path(name, caller.as_deref()),
+                None => Some(views.choose(caller.as_deref())),
+            };
+            // A view the caller is not admitted to is a path that does not exist.
+            let Some(view) = view else {
+                return no_such_endpoint(shared);
+            };
+            req.extensions_mut().insert(view.clone());
+        }
         let who = (req.headers(), caller.as_deref());
         return match *req.method() {
             Method::POST => post::post(shared, client, peer, req).await,
@@ -206,6 +226,10 @@ async fn route(
             }
         };
     }
+    no_such_endpoint(shared)
+}
+
+fn no_such_endpoint(shared: &Shared) -> Response<Body> {
     refuse(
         StatusCode::NOT_FOUND,
         None,

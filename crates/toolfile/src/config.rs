@@ -55,6 +55,8 @@ pub struct GatewayConfig {
     pub warnings: Vec<FileProblem>,
     /// The files read, in order (as named).
     pub files: Vec<PathBuf>,
+    /// `views:` of every file, in file order ([`crate::views`]).
+    pub views: Vec<crate::views::ViewConfig>,
 }
 
 impl Default for GatewayConfig {
@@ -65,6 +67,7 @@ impl Default for GatewayConfig {
             servers: Vec::new(),
             warnings: Vec::new(),
             files: Vec::new(),
+            views: Vec::new(),
         }
     }
 }
@@ -185,7 +188,7 @@ impl NameFilter {
     }
 }
 
-/// Reads the `servers:` and `gateway:` of every document, all or nothing: the servers of
+/// Reads the `servers:`, `gateway:` and `views:` of every document, all or nothing: the servers of
 /// every file (a name used twice is refused, naming both places), each checked, no two with
 /// one prefix, no declared tool inside a server's namespace.
 ///
@@ -203,6 +206,7 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
     }
     read_gateway(docs, &mut config, &mut problems);
     read_all_servers(docs, &mut config, &mut problems);
+    crate::views::read(docs, &mut config.views, &mut problems);
     check_namespaces(docs, &config, &mut problems);
     if problems.is_empty() {
         Ok(config)

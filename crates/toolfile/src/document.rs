@@ -55,6 +55,8 @@ pub struct Document {
     index: OnceLock<Arc<Index>>,
     /// `builtins:` as written (`all`, or a list of built-in tools' names).
     pub builtins: Option<Value>,
+    /// `views:` as written.
+    pub views: Option<Value>,
 }
 
 impl Document {
@@ -67,15 +69,15 @@ impl Document {
         let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let value = syntax(file, format, body)?;
         check_top_level(file, format, &text, &value)?;
-        let (tools, bare, servers, gateway, builtins) =
+        let (tools, bare, servers, gateway, (builtins, views)) =
             match serde_json::from_value::<FileSpec>(value) {
-                Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None, None),
+                Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None, (None, None)),
                 Ok(FileSpec::Tools(f)) => (
                     f.tools,
                     false,
                     f.servers.unwrap_or_default().into_iter().collect(),
                     f.gateway,
-                    f.builtins,
+                    (f.builtins, f.views),
                 ),
                 Err(_) => return Err(shape_error(file)),
             };
@@ -88,6 +90,7 @@ impl Document {
             servers,
             gateway,
             builtins,
+            views,
             index: OnceLock::new(),
         })
     }

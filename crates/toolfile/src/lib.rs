@@ -16,6 +16,7 @@
 //! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.
 //! - [`config`]: those settings checked and the files merged ([`read_config`]).
 //! - [`builtins`]: which built-in tools the files ask for (`builtins:`).
+//! - [`views`]: named sets of the exposed tools (`views:`), read by [`read_config`].
 //! - [`json`]: JSON text as a value, a key written twice refused.
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`uri`]: RFC 3986's character classes, as the URL encoders' sets.
@@ -40,6 +41,7 @@ pub mod rules;
 pub mod servers;
 pub mod template;
 pub mod uri;
+pub mod views;
 pub mod yaml;
 
 pub use config::{GatewayConfig, Server, read_config};

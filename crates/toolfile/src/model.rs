@@ -31,7 +31,7 @@ impl FileSpec {
 }
 
 /// The members of a file that is a mapping.
-pub const FILE_KEYS: &[&str] = &["tools", "servers", "gateway", "builtins"];
+pub const FILE_KEYS: &[&str] = &["tools", "servers", "gateway", "builtins", "views"];
 
 /// `{tools: [...], servers: {...}, gateway: {...}}`: declared tools, upstream servers
 /// (each read into a [`crate::servers::ServerSpec`] on its own) and the gateway's settings.
@@ -51,6 +51,9 @@ pub struct ToolsFile {
     /// [`crate::builtins::read`]).
     #[serde(default)]
     pub builtins: Option<Value>,
+    /// `views:` as written (read by [`crate::config::read_config`]).
+    #[serde(default)]
+    pub views: Option<Value>,
 }
 
 /// One declared tool: the MCP `Tool` fields, an action and how its output is shaped.

@@ -7,6 +7,7 @@ mod util;
 
 mod auth_jwt;
 mod auth_session;
+mod auth_views;
 mod cli;
 mod cli_forms;
 mod client;

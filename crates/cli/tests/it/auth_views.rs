@@ -1,0 +1,152 @@
+//! Views (`views:` in a tool file) chosen by the caller's access token, and served at their
+//! own path (`/mcp/NAME`): each lists and calls only its own tools, a tool outside is
+//! answered exactly as an unknown one, and a view's pages are cut over its own tools. (The
+//! test server also serves the `probe` fixtures' tools, `probe_*`, which the views leave out.)
+
+use crate::auth_jwt::{Issuer, claims, es256, mint, start};
+use crate::http_client::*;
+use serde_json::{Value, json};
+
+const CONFIG: &str = r#"builtins: [add, multiply]
+tools:
+  - name: echo
+    description: Print a word.
+    inputSchema: {type: object, properties: {word: {type: string}}, required: [word]}
+    command: [echo, "{word}"]
+views:
+  reader:
+    include: [add]
+    when: {scope: "tickets:read"}
+    tools:
+      add: {description: "Adds two numbers, for readers.", annotations: {readOnlyHint: true}}
+  writer:
+    include: ["*"]
+    exclude: [add, "probe_*"]
+    when: {scope: "tickets:write"}
+  ops:
+    exclude: ["probe_*"]
+    when: {claim: {groups: ops}}
+"#;
+
+/// Sends a modern `method` with `params` to `path` with `token`.
+fn send(s: &HttpServer, path: &str, token: &str, method: &str, params: Value) -> Resp {
+    let bearer = format!("Bearer {token}");
+    let name = params["name"].as_str().map(str::to_owned);
+    let mut h = modern_headers(method, name.as_deref());
+    h.push(("authorization", &bearer));
+    h.push(("content-type", "application/json"));
+    h.push(("accept", "application/json, text/event-stream"));
+    let body = modern_request(7, method, params).to_string();
+    s.send("POST", path, &h, body.as_bytes())
+}
+
+/// The names `tools/list` shows at `path` to `token`, every page followed, and the number
+/// of pages.
+fn names(s: &HttpServer, path: &str, token: &str) -> (Vec<String>, usize) {
+    let (mut all, mut pages, mut cursor) = (Vec::new(), 0, None::<String>);
+    loop {
+        let params = cursor.map_or(json!({}), |c| json!({"cursor": c}));
+        let r = send(s, path, token, "tools/list", params);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let result = r.json()["result"].clone();
+        pages += 1;
+        for t in result["tools"].as_array().unwrap() {
+            all.push(t["name"].as_str().unwrap().to_owned());
+        }
+        match result["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return (all, pages),
+        }
+    }
+}
+
+fn call(s: &HttpServer, path: &str, token: &str, name: &str, arguments: Value) -> Resp {
+    send(
+        s,
+        path,
+        token,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+    )
+}
+
+/// What a call to `name` answers when it is outside the caller's view: what a call to a
+/// made-up tool answers, with the name in place of the made-up one.
+fn refused_as_unknown(s: &HttpServer, path: &str, token: &str, name: &str) {
+    let unknown = call(s, path, token, "zz_no_such_tool", json!({}));
+    let r = call(s, path, token, name, json!({"a": 1, "b": 2, "word": "x"}));
+    assert_eq!(r.status, unknown.status, "{name}");
+    assert_eq!(
+        r.text(),
+        unknown.text().replace("zz_no_such_tool", name),
+        "{name}"
+    );
+}
+
+#[test]
+fn views_chosen_by_scope_list_and_call_only_their_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("views.yaml");
+    std::fs::write(&file, CONFIG).unwrap();
+    let key = es256("ec-1");
+    let issuer = Issuer::start(&[&key]);
+    let s = start(
+        &issuer,
+        &["--config", file.to_str().unwrap(), "--page-size", "1"],
+    );
+    let iss = issuer.url.as_str();
+    let token = |extra: Value| mint(&key, &claims(&s, iss, extra));
+    let reader = token(json!({"scope": "tools:read tools:call tickets:read"}));
+    let writer = token(json!({"scope": "tools:read tools:call tickets:write"}));
+    let nobody = token(json!({}));
+    let ops = token(json!({"groups": ["staff", "ops"]}));
+
+    // The reader's view: `add` only, with the view's words.
+    assert_eq!(names(&s, "/mcp", &reader), (vec!["add".to_owned()], 1));
+    let r = send(&s, "/mcp", &reader, "tools/list", json!({}));
+    let add = &r.json()["result"]["tools"][0];
+    assert_eq!(add["description"], "Adds two numbers, for readers.");
+    assert_eq!(add["annotations"], json!({"readOnlyHint": true}));
+    let r = call(&s, "/mcp", &reader, "add", json!({"a": 2, "b": 3}));
+    assert_eq!(
+        r.json()["result"]["structuredContent"]["result"],
+        5,
+        "{}",
+        r.text()
+    );
+    for outside in ["multiply", "echo"] {
+        refused_as_unknown(&s, "/mcp", &reader, outside);
+    }
+
+    // The writer's view: every tool but `add`, a page each (--page-size 1).
+    let (listed, pages) = names(&s, "/mcp", &writer);
+    assert_eq!(listed, ["echo", "multiply"]);
+    assert_eq!(pages, 2);
+    let r = call(&s, "/mcp", &writer, "multiply", json!({"a": 2, "b": 3}));
+    assert_eq!(
+        r.json()["result"]["structuredContent"]["result"],
+        6,
+        "{}",
+        r.text()
+    );
+    refused_as_unknown(&s, "/mcp", &writer, "add");
+
+    // No view chosen (and none named `default`): no tool at all.
+    assert_eq!(names(&s, "/mcp", &nobody), (vec![], 1));
+    refused_as_unknown(&s, "/mcp", &nobody, "add");
+
+    // A view at its own path: for the callers its `when` admits; to others it is a path
+    // that does not exist.
+    let (listed, _) = names(&s, "/mcp/ops", &ops);
+    assert_eq!(listed, ["add", "echo", "multiply"]);
+    let r = call(&s, "/mcp/ops", &ops, "echo", json!({"word": "hi"}));
+    assert!(r.text().contains("hi"), "{}", r.text());
+    let missing = send(&s, "/mcp/nope", &reader, "tools/list", json!({}));
+    assert_eq!(missing.status, 404);
+    let r = send(&s, "/mcp/ops", &reader, "tools/list", json!({}));
+    assert_eq!((r.status, r.text()), (404, missing.text()));
+    assert_eq!(names(&s, "/mcp/reader", &reader).0, ["add"]);
+    // Without a token, a view's path asks for one like /mcp does.
+    let r = s.send("POST", "/mcp/ops", &[], b"{}");
+    assert_eq!(r.status, 401);
+}
