@@ -65,6 +65,8 @@ pub struct DeclaredTool {
     /// value that breaks it is the tool's failure, reported as `isError` with the
     /// violations, not a protocol error.
     output: Option<toolwright_schema::Validator>,
+    /// Arguments bound to the caller's identity: (argument, claim), in file order.
+    bound: Vec<(String, String)>,
 }
 
 impl DeclaredTool {
@@ -75,8 +77,11 @@ impl DeclaredTool {
     /// The first [`Problem`] found, with where in the tool it is.
     pub fn compile(value: &Value) -> Result<DeclaredTool, Problem> {
         let spec: ToolSpec = toolwright_toolfile::rules::read_spec(value)?;
-        let (definition, output) = definition_of(&spec)?;
+        let (mut definition, output) = definition_of(&spec)?;
         let input = InputInfo::of(&definition.input_schema);
+        let bound = bound_of(&spec, &definition.input_schema)?;
+        let names: Vec<&str> = bound.iter().map(|(a, _)| a.as_str()).collect();
+        toolwright_toolfile::bound::hide(&mut definition.input_schema, &names);
         let action = match (&spec.command, &spec.http) {
             (Some(c), None) => Action::Command(CommandAction::compile(c, &input)?),
             (None, Some(h)) => Action::Http(HttpAction::compile(h, &input)?),
@@ -101,6 +106,7 @@ impl DeclaredTool {
             timeout: spec.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0),
             input,
             output,
+            bound,
         })
     }
 
@@ -159,8 +165,16 @@ impl Tool for DeclaredTool {
 
     fn call(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
         Box::pin(async move {
-            let empty = Map::new();
-            let args = args.as_object().unwrap_or(&empty);
+            let mut args = match args {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            let bound = self.bound.iter().map(|(a, c)| (a.as_str(), c.as_str()));
+            let claim = |c: &str| ctx.identity().and_then(|id| id.claim_text(c));
+            if let Err(e) = toolwright_toolfile::bound::fill(&mut args, bound, claim) {
+                return Ok(CallToolResult::error(e.to_string()));
+            }
+            let args = &args;
             // A command's `cwd` and `{name:path}` arguments are beneath the roots every file
             // tool uses: the server's, narrowed by the client's.
             let roots = match &self.action {
@@ -224,6 +238,34 @@ fn definition_of(
             Err(Problem::new(at.iter().copied(), e.to_string()))
         }
     }
+}
+
+/// The arguments `spec` binds to the caller's identity: each a `{claims.NAME}` template
+/// naming a property of `schema`.
+fn bound_of(spec: &ToolSpec, schema: &Value) -> Result<Vec<(String, String)>, Problem> {
+    let mut bound = Vec::new();
+    for (name, value) in spec.arguments.iter().flatten() {
+        let Some(claim) = toolwright_toolfile::bound::claim_of(value) else {
+            return Err(Problem::new(
+                ["arguments", name.as_str()],
+                "a declared tool's argument is bound to the caller's identity: \"{claims.NAME}\" (\"{claims.sub}\": the token's subject)",
+            ));
+        };
+        if schema
+            .pointer(&format!(
+                "/properties/{}",
+                name.replace('~', "~0").replace('/', "~1")
+            ))
+            .is_none()
+        {
+            return Err(Problem::new(
+                ["arguments", name.as_str()],
+                format!("{name:?} is not a property of inputSchema"),
+            ));
+        }
+        bound.push((name.clone(), claim.to_owned()));
+    }
+    Ok(bound)
 }
 
 /// A definition with no call, to run the registry's checks on.

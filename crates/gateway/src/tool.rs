@@ -109,8 +109,20 @@ impl UpstreamTool {
             Value::Object(m) => m,
             _ => Map::new(),
         };
+        // Fixed arguments: a literal is set over the caller's; one bound to the caller's
+        // identity (`{claims.NAME}`) refuses a call that gives it or carries no such claim.
+        let bound =
+            self.tool.fixed.iter().filter_map(|(k, v)| {
+                toolwright_toolfile::bound::claim_of(v).map(|c| (k.as_str(), c))
+            });
+        let claim = |c: &str| ctx.identity().and_then(|id| id.claim_text(c));
+        if let Err(e) = toolwright_toolfile::bound::fill(&mut args, bound, claim) {
+            return failed(e.to_string());
+        }
         for (k, v) in &self.tool.fixed {
-            args.insert(k.clone(), v.clone());
+            if toolwright_toolfile::bound::claim_of(v).is_none() {
+                args.insert(k.clone(), v.clone());
+            }
         }
         let args = Value::Object(args);
         if let Some(v) = &self.tool.input

@@ -13,7 +13,7 @@ use crate::keywords::TOOL_FIELDS;
 use crate::{Finding, Options, Report, Rule, Severity, actions, lint_set};
 
 /// The members of a declared tool that are not part of its MCP definition.
-const ACTION_FIELDS: &[&str] = &["command", "http", "output", "timeout"];
+const ACTION_FIELDS: &[&str] = &["command", "http", "output", "timeout", "arguments"];
 
 /// Other spellings the loader accepts for definition members, and the member they mean.
 const ALIASES: &[(&str, &str)] = &[

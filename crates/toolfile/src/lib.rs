@@ -16,6 +16,8 @@
 //! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.
 //! - [`config`]: those settings checked and the files merged ([`read_config`]).
 //! - [`builtins`]: which built-in tools the files ask for (`builtins:`).
+//! - [`bound`]: identity-bound arguments (`{claims.sub}`), the one rule of declared and
+//!   gateway tools.
 //! - [`views`]: named sets of the exposed tools (`views:`), read by [`read_config`].
 //! - [`json`]: JSON text as a value, a key written twice refused.
 //! - [`document`]: reading a file and placing problems in it (`locate`).
@@ -27,6 +29,7 @@
 #[macro_use]
 extern crate toolwright_testkit;
 
+pub mod bound;
 pub mod builtins;
 pub mod config;
 pub mod document;

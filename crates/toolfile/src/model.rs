@@ -97,6 +97,10 @@ pub struct ToolSpec {
     /// How long the action may run [default: 30s]; the server's --call-timeout still caps it.
     #[serde(default)]
     pub timeout: Option<DurationSpec>,
+    /// Arguments bound to the caller's identity, `{NAME: "{claims.CLAIM}"}`
+    /// ([`crate::bound`]): each a property of `inputSchema`, taken out of the advertised one.
+    #[serde(default)]
+    pub arguments: Option<Map<String, Value>>,
 }
 
 /// `command:` as a bare argv list or as an object with more settings.

@@ -5,6 +5,7 @@
 
 mod util;
 
+mod auth_bound;
 mod auth_jwt;
 mod auth_session;
 mod auth_views;

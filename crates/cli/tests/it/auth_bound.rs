@@ -1,0 +1,92 @@
+//! Identity-bound arguments (`arguments: {owner: "{claims.sub}"}` on a declared tool): out
+//! of the advertised schema, filled from the verified token's claim, never from the
+//! client; a call that gives one, or that carries no token, is refused with a tool error.
+
+use crate::auth_jwt::{Issuer, claims, es256, mint, start};
+use crate::http_client::*;
+use serde_json::{Value, json};
+
+const CONFIG: &str = r#"tools:
+  - name: whoami
+    description: Print whose call this is.
+    inputSchema:
+      type: object
+      properties: {owner: {type: string}, note: {type: string}}
+      required: [owner]
+    command: [echo, "owner={owner}"]
+    arguments: {owner: "{claims.sub}"}
+"#;
+
+fn send(s: &HttpServer, token: Option<&str>, method: &str, params: Value) -> Value {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let name = params["name"].as_str().map(str::to_owned);
+    let mut h = modern_headers(method, name.as_deref());
+    if let Some(b) = &bearer {
+        h.push(("authorization", b));
+    }
+    let r = s.post(&h, &modern_request(3, method, params));
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+fn call(s: &HttpServer, token: Option<&str>, arguments: Value) -> (bool, String) {
+    let v = send(
+        s,
+        token,
+        "tools/call",
+        json!({"name": "whoami", "arguments": arguments}),
+    );
+    let result = &v["result"];
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    (result["isError"] == true, text.trim().to_owned())
+}
+
+#[test]
+fn a_bound_argument_comes_from_the_token_never_from_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bound.yaml");
+    std::fs::write(&file, CONFIG).unwrap();
+    let key = es256("ec-1");
+    let issuer = Issuer::start(&[&key]);
+    let s = start(&issuer, &["--config", file.to_str().unwrap()]);
+    let alice = mint(&key, &claims(&s, &issuer.url, json!({"sub": "alice"})));
+
+    // Out of the advertised schema.
+    let list = send(&s, Some(&alice), "tools/list", json!({}));
+    let tool = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "whoami")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        tool["inputSchema"],
+        json!({"type": "object", "properties": {"note": {"type": "string"}}, "required": []})
+    );
+
+    // From the token.
+    assert_eq!(
+        call(&s, Some(&alice), json!({})),
+        (false, "owner=alice".into())
+    );
+    // Never from the client: the call is refused, the program not run.
+    let (is_error, text) = call(&s, Some(&alice), json!({"owner": "mallory"}));
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("\"owner\" is bound to the caller's identity"),
+        "{text}"
+    );
+    assert!(!text.contains("owner=mallory"), "{text}");
+}
+
+#[test]
+fn without_a_token_a_bound_argument_refuses_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bound.yaml");
+    std::fs::write(&file, CONFIG).unwrap();
+    let s = HttpServer::start(&["--config", file.to_str().unwrap()]);
+    let (is_error, text) = call(&s, None, json!({}));
+    assert!(is_error, "{text}");
+    assert!(text.contains("carries no such claim"), "{text}");
+}
