@@ -146,6 +146,37 @@ fn views_chosen_by_scope_list_and_call_only_their_tools() {
     let r = send(&s, "/mcp/ops", &reader, "tools/list", json!({}));
     assert_eq!((r.status, r.text()), (404, missing.text()));
     assert_eq!(names(&s, "/mcp/reader", &reader).0, ["add"]);
+    // A legacy session gets its view at `initialize` and keeps it.
+    let bearer = format!("Bearer {reader}");
+    let init = request(
+        1,
+        "initialize",
+        json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let r = s.post(&[("authorization", bearer.as_str())], &init);
+    let sid = r.header("mcp-session-id").unwrap().to_owned();
+    let session = [
+        ("authorization", bearer.as_str()),
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", LEGACY),
+    ];
+    let r = s.post(&session, &request(2, "tools/list", json!({})));
+    let tools = r.checked(false, "tools/list")["result"]["tools"].clone();
+    assert_eq!(tools.as_array().unwrap().len(), 1, "{tools}");
+    assert_eq!(tools[0]["name"], "add");
+    let unknown = s.post(
+        &session,
+        &request(3, "tools/call", json!({"name": "zz_no_such_tool"})),
+    );
+    let r = s.post(
+        &session,
+        &request(3, "tools/call", json!({"name": "multiply"})),
+    );
+    assert_eq!(
+        r.text(),
+        unknown.text().replace("zz_no_such_tool", "multiply")
+    );
+
     // Without a token, a view's path asks for one like /mcp does.
     let r = s.send("POST", "/mcp/ops", &[], b"{}");
     assert_eq!(r.status, 401);
