@@ -95,18 +95,24 @@ impl Server {
             )));
         }
         let c = &self.inner.catalog;
+        // In a view, only what its globs select: resources by URI, templates by URI
+        // template, prompts by name.
+        let shows = |name: &str| session.view().is_none_or(|v| v.shows(name));
         let mut value = match which {
             "resources" => {
                 let list = c.resources.read().unwrap_or_else(|p| p.into_inner());
-                json!({"resources": list.iter().map(|(r, _)| r).collect::<Vec<_>>()})
+                let shown = list.iter().map(|(r, _)| r).filter(|r| shows(&r.uri));
+                json!({"resources": shown.collect::<Vec<_>>()})
             }
             "resourceTemplates" => {
                 let list = c.templates.read().unwrap_or_else(|p| p.into_inner());
-                json!({"resourceTemplates": list.iter().map(|t| &t.definition).collect::<Vec<_>>()})
+                let shown = (list.iter().map(|t| &t.definition)).filter(|d| shows(&d.uri_template));
+                json!({"resourceTemplates": shown.collect::<Vec<_>>()})
             }
             _ => {
                 let list = c.prompts.read().unwrap_or_else(|p| p.into_inner());
-                json!({"prompts": list.iter().map(|(p, _)| p).collect::<Vec<_>>()})
+                let shown = list.iter().map(|(p, _)| p).filter(|p| shows(&p.name));
+                json!({"prompts": shown.collect::<Vec<_>>()})
             }
         };
         self.add_cache_fields(&era, &mut value);
@@ -129,7 +135,9 @@ impl Server {
         } else {
             None
         };
-        if fixed.is_none() && template.is_none() {
+        // A URI outside the session's view is not found, as one that does not exist.
+        let in_view = session.view().is_none_or(|v| v.shows(&uri));
+        if !in_view || (fixed.is_none() && template.is_none()) {
             return Err(self.not_found(&era, &uri));
         }
         let target = Value::String(uri.clone());
@@ -251,7 +259,8 @@ impl Server {
     ) -> Result<Handled, ErrorObject> {
         let p: GetPromptParams = parse_required(params)?;
         let era = Era::resolve(p.meta.as_ref(), session)?;
-        let Some((def, handler)) = self.inner.catalog.prompt(&p.name) else {
+        let in_view = session.view().is_none_or(|v| v.shows(&p.name));
+        let Some((def, handler)) = self.inner.catalog.prompt(&p.name).filter(|_| in_view) else {
             return Err(ErrorObject::invalid_params(format!(
                 "Unknown prompt: {}",
                 p.name

@@ -6,6 +6,10 @@
 //! ([`Views::for_path`], [`Views::choose`]) and sets it with [`Session::set_view`]; from
 //! then on `tools/list` shows only the view's tools (paged as usual, over the filtered
 //! list) and `tools/call` of any other tool is answered exactly as an unknown tool is.
+//! Resources and prompts follow the same name test (a resource's URI, a template's URI
+//! template, a prompt's name): their lists show what it selects, and `resources/read` or
+//! `prompts/get` of anything else is answered as for what does not exist. (Resource
+//! subscriptions and completion do not consult the view.)
 //!
 //! The selection rule: a request to a view's own path gets that view when its `when`
 //! admits the caller (a view without `when` admits everyone); a request to the main path

@@ -31,7 +31,7 @@ views:
 /// Sends a modern `method` with `params` to `path` with `token`.
 fn send(s: &HttpServer, path: &str, token: &str, method: &str, params: Value) -> Resp {
     let bearer = format!("Bearer {token}");
-    let name = params["name"].as_str().map(str::to_owned);
+    let name = (params["name"].as_str().or(params["uri"].as_str())).map(str::to_owned);
     let mut h = modern_headers(method, name.as_deref());
     h.push(("authorization", &bearer));
     h.push(("content-type", "application/json"));
@@ -180,4 +180,80 @@ fn views_chosen_by_scope_list_and_call_only_their_tools() {
     // Without a token, a view's path asks for one like /mcp does.
     let r = s.send("POST", "/mcp/ops", &[], b"{}");
     assert_eq!(r.status, 401);
+}
+
+#[test]
+fn resources_and_prompts_follow_the_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("views.yaml");
+    let config = "views:\n  docs:\n    include: [test_simple_prompt, \"test://static-text\"]\n";
+    std::fs::write(&file, config).unwrap();
+    let key = es256("ec-1");
+    let issuer = Issuer::start(&[&key]);
+    let s = start(
+        &issuer,
+        &[
+            "--config",
+            file.to_str().unwrap(),
+            "--fixtures",
+            "conformance",
+        ],
+    );
+    let token = mint(&key, &claims(&s, &issuer.url, json!({})));
+    let listed = |method: &str, key: &str, field: &str| -> Vec<String> {
+        let r = send(&s, "/mcp/docs", &token, method, json!({}));
+        let items = r.json()["result"][key].clone();
+        let items = items.as_array().cloned().unwrap_or_default();
+        items
+            .iter()
+            .map(|i| i[field].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        listed("prompts/list", "prompts", "name"),
+        ["test_simple_prompt"]
+    );
+    assert_eq!(
+        listed("resources/list", "resources", "uri"),
+        ["test://static-text"]
+    );
+    assert!(
+        listed(
+            "resources/templates/list",
+            "resourceTemplates",
+            "uriTemplate"
+        )
+        .is_empty()
+    );
+    // Outside the view: answered as what does not exist.
+    let get = |name: &str| {
+        send(
+            &s,
+            "/mcp/docs",
+            &token,
+            "prompts/get",
+            json!({"name": name}),
+        )
+        .text()
+    };
+    assert_eq!(
+        get("test_prompt_with_arguments"),
+        get("zz_none").replace("zz_none", "test_prompt_with_arguments")
+    );
+    let read = |uri: &str| {
+        send(
+            &s,
+            "/mcp/docs",
+            &token,
+            "resources/read",
+            json!({"uri": uri}),
+        )
+        .text()
+    };
+    let text = read("test://static-text");
+    assert!(text.contains("contents"), "{text}");
+    assert_eq!(
+        read("test://static-binary"),
+        read("test://zz-none").replace("test://zz-none", "test://static-binary")
+    );
 }
