@@ -57,6 +57,9 @@ pub struct Document {
     pub builtins: Option<Value>,
     /// `views:` as written.
     pub views: Option<Value>,
+    /// The entries of `sources:`, name and value, in file order (each read into a
+    /// [`SourceSpec`](crate::sql::SourceSpec) by the runtime).
+    pub sources: Vec<(String, Value)>,
 }
 
 impl Document {
@@ -69,15 +72,16 @@ impl Document {
         let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let value = syntax(file, format, body)?;
         check_top_level(file, format, &text, &value)?;
-        let (tools, bare, servers, gateway, (builtins, views)) =
+        let (tools, bare, servers, gateway, (builtins, views), sources) =
             match serde_json::from_value::<FileSpec>(value) {
-                Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None, (None, None)),
+                Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None, (None, None), Vec::new()),
                 Ok(FileSpec::Tools(f)) => (
                     f.tools,
                     false,
                     f.servers.unwrap_or_default().into_iter().collect(),
                     f.gateway,
                     (f.builtins, f.views),
+                    f.sources.unwrap_or_default().into_iter().collect(),
                 ),
                 Err(_) => return Err(shape_error(file)),
             };
@@ -91,6 +95,7 @@ impl Document {
             gateway,
             builtins,
             views,
+            sources,
             index: OnceLock::new(),
         })
     }

@@ -14,6 +14,8 @@
 //! - [`rules`]: what the loader and `toolwright lint` both read of a spec without compiling
 //!   its action (templates by position, shells, shared refusals).
 //! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.
+//! - [`sql`]: the `sql` action and `sources:`, and the statement scanner (placeholders,
+//!   writing statements) the loader and lint share.
 //! - [`config`]: those settings checked and the files merged ([`read_config`]).
 //! - [`builtins`]: which built-in tools the files ask for (`builtins:`).
 //! - [`bound`]: identity-bound arguments (`{claims.sub}`), the one rule of declared and
@@ -42,6 +44,7 @@ pub mod model;
 pub mod paths;
 pub mod rules;
 pub mod servers;
+pub mod sql;
 pub mod template;
 pub mod uri;
 pub mod views;

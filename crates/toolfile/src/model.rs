@@ -31,7 +31,9 @@ impl FileSpec {
 }
 
 /// The members of a file that is a mapping.
-pub const FILE_KEYS: &[&str] = &["tools", "servers", "gateway", "builtins", "views"];
+pub const FILE_KEYS: &[&str] = &[
+    "tools", "servers", "gateway", "builtins", "views", "sources",
+];
 
 /// `{tools: [...], servers: {...}, gateway: {...}}`: declared tools, upstream servers
 /// (each read into a [`crate::servers::ServerSpec`] on its own) and the gateway's settings.
@@ -54,6 +56,10 @@ pub struct ToolsFile {
     /// `views:` as written (read by [`crate::config::read_config`]).
     #[serde(default)]
     pub views: Option<Value>,
+    /// `sources:`: the databases `sql` tools name (each read into a
+    /// [`crate::sql::SourceSpec`] on its own).
+    #[serde(default)]
+    pub sources: Option<Map<String, Value>>,
 }
 
 /// One declared tool: the MCP `Tool` fields, an action and how its output is shaped.
@@ -91,6 +97,9 @@ pub struct ToolSpec {
     /// Send an HTTP request.
     #[serde(default)]
     pub http: Option<HttpSpec>,
+    /// Run one SQL statement against a source of the file's `sources:`.
+    #[serde(default)]
+    pub sql: Option<crate::sql::SqlSpec>,
     /// How stdout or the response body becomes the result [default: text].
     #[serde(default)]
     pub output: Option<OutputSpec>,

@@ -28,10 +28,10 @@ pub const ALLOWED_ENV: [&str; 10] = [
 ];
 
 /// The refusal of a tool with neither `command` nor `http`.
-pub const NO_ACTION: &str = "no action: add `command: [program, args...]` (a program to run) or `http: {url: ...}` (a request to send)";
+pub const NO_ACTION: &str = "no action: add `command: [program, args...]` (a program to run), `http: {url: ...}` (a request to send) or `sql: {source: ..., statement: ...}` (a query to run)";
 
 /// The refusal of a tool with both `command` and `http`.
-pub const TWO_ACTIONS: &str = "a tool has one action: `command` or `http`, not both";
+pub const TWO_ACTIONS: &str = "a tool has one action: `command`, `http` or `sql`, not two";
 
 /// The refusal of a mandatory argv element naming an argument a call can leave out.
 pub fn not_required(name: &str) -> String {
