@@ -106,6 +106,9 @@ pub enum RunError {
     /// `outputSchema`.
     #[error("{0}")]
     Shape(String),
+    /// The database refused or failed the statement (its message, never the source's URL).
+    #[error("{0}")]
+    Sql(String),
     /// I/O with the program failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),

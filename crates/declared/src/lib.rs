@@ -5,7 +5,7 @@
 //! `outputSchema` before they are sent.
 //!
 //! Safe by construction: an argument becomes one argv element or one encoded URL part,
-//! header or JSON value, never text in a shell line; a program runs with a cleared
+//! header, JSON value or bound SQL parameter, never text in a shell line or a statement; a program runs with a cleared
 //! environment, in a directory beneath the server's roots, in its own process group that a
 //! timeout kills whole; an HTTP request connects only to addresses the policy admits.
 //!
@@ -14,7 +14,7 @@
 //! without tokio; use its modules by their own paths (`toolwright_toolfile::template`).
 //!
 //! Layout:
-//! - [`command`], [`http`]: the two actions.
+//! - [`command`], [`http`], [`sql`]: the three actions.
 //! - [`shape`]: text, JSON, regex and jq output shaping.
 //! - [`tool`]: a declared tool as a server [`toolwright_server::Tool`].
 //! - [`load`]: loading files all or nothing.
@@ -31,6 +31,7 @@ pub mod error;
 pub mod http;
 pub mod load;
 pub mod shape;
+pub mod sql;
 pub mod tool;
 pub mod watch;
 

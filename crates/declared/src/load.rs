@@ -6,6 +6,7 @@
 //! tool file crate's ([`Document`]).
 
 use crate::error::{FileProblem, LoadError, Problem};
+use crate::sql::source::Sources;
 use crate::tool::DeclaredTool;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,12 +15,15 @@ use toolwright_toolfile::GatewayConfig;
 use toolwright_toolfile::builtins::Builtins;
 pub use toolwright_toolfile::document::{Document, Format};
 
-/// Compiles every tool of a document; the problems of those that do not compile are placed.
-pub fn compile_document(doc: &Document) -> (Vec<(usize, DeclaredTool)>, Vec<FileProblem>) {
+/// Compiles every tool of a document (its `sql` tools naming `sources`); the problems of those that do not compile are placed.
+pub fn compile_document(
+    doc: &Document,
+    sources: &Sources,
+) -> (Vec<(usize, DeclaredTool)>, Vec<FileProblem>) {
     let mut tools = Vec::new();
     let mut problems = Vec::new();
     for (i, value) in doc.tools.iter().enumerate() {
-        match DeclaredTool::compile(value) {
+        match DeclaredTool::compile_with(value, sources) {
             Ok(t) => tools.push((i, t)),
             Err(p) => problems.push(doc.problem(i, p)),
         }
@@ -49,11 +53,11 @@ pub fn load_files(files: &[PathBuf]) -> Result<Vec<Arc<DeclaredTool>>, LoadError
 /// one has. [`load_files`] serves the tools only when there is no problem; `toolwright
 /// lint` reports the problems as they are.
 pub fn compile_all(docs: &[Document]) -> (Vec<Arc<DeclaredTool>>, Vec<FileProblem>) {
-    let mut problems = Vec::new();
+    let (sources, mut problems) = Sources::compile(docs);
     let mut out = Vec::new();
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     for doc in docs {
-        let (tools, bad) = compile_document(doc);
+        let (tools, bad) = compile_document(doc, &sources);
         problems.extend(bad);
         for (i, tool) in tools {
             let name = tool.definition_ref().name.clone();

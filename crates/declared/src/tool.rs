@@ -5,6 +5,8 @@ use crate::command::CommandAction;
 use crate::error::{Problem, Seg};
 use crate::http::HttpAction;
 use crate::shape::{Shaped, Shaper};
+use crate::sql::SqlAction;
+use crate::sql::source::Sources;
 use crate::{Output, RunContext};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -30,6 +32,8 @@ pub enum Action {
     Command(CommandAction),
     /// Sends an HTTP request.
     Http(HttpAction),
+    /// Runs a SQL statement.
+    Sql(SqlAction),
 }
 
 impl Action {
@@ -38,6 +42,7 @@ impl Action {
         match self {
             Action::Command(c) => c.args_used(),
             Action::Http(h) => h.args_used(),
+            Action::Sql(s) => s.args_used(),
         }
     }
 
@@ -49,6 +54,8 @@ impl Action {
         match self {
             Action::Command(c) => c.run(args, ctx).await,
             Action::Http(h) => h.run(args, ctx).await,
+            // Run by `DeclaredTool::run` itself: its output is rows, not bytes to shape.
+            Action::Sql(_) => Ok(Output::default()),
         }
     }
 }
@@ -76,25 +83,43 @@ impl DeclaredTool {
     ///
     /// The first [`Problem`] found, with where in the tool it is.
     pub fn compile(value: &Value) -> Result<DeclaredTool, Problem> {
+        DeclaredTool::compile_with(value, &Sources::default())
+    }
+
+    /// Compiles one tool whose `sql` action may name one of `sources`.
+    ///
+    /// # Errors
+    ///
+    /// The first [`Problem`] found, with where in the tool it is.
+    pub fn compile_with(value: &Value, sources: &Sources) -> Result<DeclaredTool, Problem> {
         let spec: ToolSpec = toolwright_toolfile::rules::read_spec(value)?;
         let (mut definition, output) = definition_of(&spec)?;
         let input = InputInfo::of(&definition.input_schema);
         let bound = bound_of(&spec, &definition.input_schema)?;
         let names: Vec<&str> = bound.iter().map(|(a, _)| a.as_str()).collect();
         toolwright_toolfile::bound::hide(&mut definition.input_schema, &names);
-        let action = match (&spec.command, &spec.http) {
-            (Some(c), None) => Action::Command(CommandAction::compile(c, &input)?),
-            (None, Some(h)) => Action::Http(HttpAction::compile(h, &input)?),
-            (Some(_), Some(_)) => {
-                return Err(Problem::new(
-                    ["http"],
-                    toolwright_toolfile::rules::TWO_ACTIONS,
-                ));
+        let read_only = definition
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false);
+        let action = match (&spec.command, &spec.http, &spec.sql) {
+            (Some(c), None, None) => Action::Command(CommandAction::compile(c, &input)?),
+            (None, Some(h), None) => Action::Http(HttpAction::compile(h, &input)?),
+            (None, None, Some(s)) => {
+                Action::Sql(SqlAction::compile(s, &input, read_only, sources)?)
             }
-            (None, None) => {
+            (None, None, None) => {
                 return Err(Problem::new(
                     Vec::<Seg>::new(),
                     toolwright_toolfile::rules::NO_ACTION,
+                ));
+            }
+            _ => {
+                let second = if spec.sql.is_some() { "sql" } else { "http" };
+                return Err(Problem::new(
+                    [second],
+                    toolwright_toolfile::rules::TWO_ACTIONS,
                 ));
             }
         };
@@ -132,6 +157,12 @@ impl DeclaredTool {
 
     /// Runs the action and shapes its output, as a call would (arguments already valid).
     pub async fn run(&self, args: &Map<String, Value>, ctx: &RunContext<'_>) -> CallToolResult {
+        if let Action::Sql(sql) = &self.action {
+            return match sql.run(args, ctx).await {
+                Ok((value, text)) => self.structured(value, text),
+                Err(e) => CallToolResult::error(e.to_string()),
+            };
+        }
         let out = match self.action.run(args, ctx).await {
             Ok(out) => out,
             Err(e) => return CallToolResult::error(e.to_string()),
@@ -158,6 +189,21 @@ impl DeclaredTool {
     }
 }
 
+impl DeclaredTool {
+    /// A structured result checked against `outputSchema`, with `text` beside it.
+    fn structured(&self, value: Value, text: String) -> CallToolResult {
+        if let Some(Err(violations)) = self.output.as_ref().map(|v| v.validate(&value)) {
+            return CallToolResult::error(format!(
+                "the output does not match the tool's outputSchema:\n{}",
+                toolwright_schema::format_violations(&violations)
+            ));
+        }
+        let mut result = CallToolResult::structured(value);
+        result.content = vec![Content::text(text)];
+        result
+    }
+}
+
 impl Tool for DeclaredTool {
     fn definition(&self) -> ToolDefinition {
         self.definition.clone()
@@ -179,7 +225,7 @@ impl Tool for DeclaredTool {
             // tool uses: the server's, narrowed by the client's.
             let roots = match &self.action {
                 Action::Command(_) => toolwright_server::roots::for_call(&ctx).await?,
-                Action::Http(_) => Vec::new(),
+                Action::Http(_) | Action::Sql(_) => Vec::new(),
             };
             let rc = RunContext {
                 roots: &roots,
