@@ -10,6 +10,7 @@ use toolwright_toolfile::error::{Problem, Seg};
 use toolwright_toolfile::input::InputInfo;
 use toolwright_toolfile::model::{ArgvElement, CommandSpec, HttpSpec};
 use toolwright_toolfile::rules::{self, NameSite, Role, Site};
+use toolwright_toolfile::sql::SqlSpec;
 use toolwright_toolfile::template::{Part, Template};
 
 use crate::finding::{Rule, Sink, push_pointer};
@@ -23,7 +24,8 @@ pub(crate) fn check(tool: &Value, sink: &mut Sink<'_>) {
     };
     let command = rules::read_part::<CommandSpec>(tool, "command");
     let http = rules::read_part::<HttpSpec>(tool, "http");
-    check_reading(tool, &command, &http, sink);
+    let sql = rules::read_part::<SqlSpec>(tool, "sql");
+    check_reading(tool, &command, &http, &sql, sink);
     let schema = map.get("inputSchema").or_else(|| map.get("input_schema"));
     let input = schema.map(InputInfo::of).unwrap_or_default();
     let annotations = map.get("annotations").and_then(Value::as_object);
@@ -54,6 +56,20 @@ pub(crate) fn check(tool: &Value, sink: &mut Sink<'_>) {
         sites.extend(rules::http_sites(h));
         read_only_method(h, annotations, sink);
     }
+    if let Some(Ok(s)) = &sql {
+        read_one = true;
+        // Known parameters count as uses; `sql::check` reports the unknown ones.
+        names.extend(
+            s.params
+                .iter()
+                .filter(|p| input.properties.contains_key(*p))
+                .map(|p| NameSite {
+                    name: p,
+                    at: vec![Seg::Key("sql".into()), Seg::Key("params".into())],
+                }),
+        );
+        crate::sql::check(s, &input, annotations, sink);
+    }
     check_uses(&sites, &names, &input, read_one, sink);
 }
 
@@ -63,6 +79,7 @@ fn check_reading(
     tool: &Value,
     command: &Option<Result<CommandSpec, Problem>>,
     http: &Option<Result<HttpSpec, Problem>>,
+    sql: &Option<Result<SqlSpec, Problem>>,
     sink: &mut Sink<'_>,
 ) {
     if let Some(Err(problem)) = command {
@@ -71,21 +88,29 @@ fn check_reading(
     if let Some(Err(problem)) = http {
         invalid(problem, sink);
     }
+    if let Some(Err(problem)) = sql {
+        invalid(problem, sink);
+    }
     if let Err(problem) = rules::read_spec(tool) {
-        let in_part =
-            matches!(problem.at.first(), Some(Seg::Key(k)) if k == "command" || k == "http");
+        let in_part = matches!(problem.at.first(), Some(Seg::Key(k)) if k == "command" || k == "http" || k == "sql");
         if !in_part {
             invalid(&problem, sink);
         }
     }
-    match (command, http) {
-        (None, None) => sink.add(
+    match [command.is_some(), http.is_some(), sql.is_some()] {
+        [false, false, false] => sink.add(
             Rule::ActionMissing,
             "",
             rules::NO_ACTION,
             "give the tool a `command` or an `http` request (or lint it as a plain definition, in a file without actions)",
         ),
-        (Some(_), Some(_)) => sink.add(
+        [_, _, true] if command.is_some() || http.is_some() => sink.add(
+            Rule::DeclaredInvalid,
+            "/sql",
+            rules::TWO_ACTIONS,
+            "split it into two tools, one per action",
+        ),
+        [true, true, _] => sink.add(
             Rule::DeclaredInvalid,
             "/http",
             rules::TWO_ACTIONS,

@@ -13,7 +13,7 @@ use crate::keywords::TOOL_FIELDS;
 use crate::{Finding, Options, Report, Rule, Severity, actions, lint_set};
 
 /// The members of a declared tool that are not part of its MCP definition.
-const ACTION_FIELDS: &[&str] = &["command", "http", "output", "timeout", "arguments"];
+const ACTION_FIELDS: &[&str] = &["command", "http", "sql", "output", "timeout", "arguments"];
 
 /// Other spellings the loader accepts for definition members, and the member they mean.
 const ALIASES: &[(&str, &str)] = &[
@@ -31,6 +31,7 @@ pub fn is_declared(doc: &Document) -> bool {
         || !doc.servers.is_empty()
         || doc.gateway.is_some()
         || doc.builtins.is_some()
+        || !doc.sources.is_empty()
         || doc.tools.iter().any(looks_declared)
 }
 

@@ -139,7 +139,7 @@ rules! {
     /// What `toolwright serve --config` refuses to load: a field of the wrong type or an
     /// unknown one, a pattern, URL or setting it cannot use.
     DeclaredInvalid = "declared-invalid", Error;
-    /// A declared tool with neither `command` nor `http`.
+    /// A declared tool with no action (`command`, `http` or `sql`).
     ActionMissing = "action-missing", Error;
     /// A template (argv element, URL, header, ...) that does not parse.
     TemplateInvalid = "template-invalid", Error;
@@ -158,6 +158,10 @@ rules! {
     PropertyUnused = "property-unused", Warning;
     /// `readOnlyHint: true` on an HTTP method other than GET or HEAD.
     HintReadOnlyMethod = "hint-read-only-method", Error;
+    /// A `sql` statement whose placeholders do not match its `params` one to one.
+    SqlPlaceholders = "sql-placeholders", Error;
+    /// `readOnlyHint: true` on a `sql` statement that writes (INSERT, UPDATE, DELETE, DDL).
+    HintReadOnlySql = "hint-read-only-sql", Error;
     /// A declared tool without annotations: it is served as not read-only, destructive and
     /// open-world (the spec's defaults).
     AnnotationsMissing = "annotations-missing", Warning;

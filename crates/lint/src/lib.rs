@@ -28,9 +28,15 @@
 //!   and `header.rs` (`x-mcp-header`);
 //! - `declared.rs`: [`lint_declared`], files of declared tools (toolwright's own format:
 //!   definitions plus an action), every finding placed by line and column; `actions.rs`:
-//!   the rules on the actions (placeholders, argv, shells, HTTP methods, hints);
+//!   the rules on the actions (placeholders, argv, shells, HTTP methods, hints); `sql.rs`:
+//!   a `sql` action's placeholders and read-only statements;
 //! - `report.rs`: [`Report`], rendered for people or as JSON;
 //! - `error.rs`: [`LintError`].
+
+// The test-table helper (`table! { check; (a, b, ...); ... }`), for the test modules.
+#[cfg(test)]
+#[macro_use]
+extern crate toolwright_testkit;
 
 mod actions;
 mod declared;
@@ -44,6 +50,7 @@ mod keywords;
 mod names;
 mod report;
 mod schema_rules;
+mod sql;
 mod words;
 
 pub use declared::{
