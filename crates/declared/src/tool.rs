@@ -123,7 +123,18 @@ impl DeclaredTool {
                 ));
             }
         };
-        let shaper = Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?;
+        // A sql tool's result is its rows, structured already: nothing to shape.
+        let shaper = if matches!(action, Action::Sql(_)) {
+            if spec.output.is_some() {
+                return Err(Problem::new(
+                    ["output"],
+                    "a `sql` tool's result is its rows ({rows: [...]} or one row); `output` does not apply",
+                ));
+            }
+            Shaper::compile(None, None)?
+        } else {
+            Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?
+        };
         Ok(DeclaredTool {
             definition,
             action,

@@ -130,11 +130,7 @@ fn execute(
 ) -> Result<Fetched, RunError> {
     let mut stmt = conn.prepare_cached(statement).map_err(sql_error)?;
     let bound: Vec<SqlValue> = params.iter().map(to_sqlite).collect();
-    let columns: Vec<String> = stmt
-        .column_names()
-        .iter()
-        .map(|c| (*c).to_owned())
-        .collect();
+    let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let mut out = Collector::new(columns.clone(), limits);
     if columns.is_empty() {
         let n = stmt
