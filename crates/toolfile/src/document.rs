@@ -236,7 +236,7 @@ fn check_top_level(
         return Err(placed(
             key,
             format!(
-                "unknown member `{key}`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
+                "unknown member `{key}`: a file holds `tools:`, `servers:`, `gateway:`, `builtins:` and `sources:`"
             ),
         ));
     }
@@ -337,7 +337,7 @@ mod tests {
     fn a_wrong_top_level_is_placed() {
         assert_eq!(
             refused("f.yaml", "tools: []\nserver:\n  a: {}\n"),
-            "f.yaml:2:1: unknown member `server`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
+            "f.yaml:2:1: unknown member `server`: a file holds `tools:`, `servers:`, `gateway:`, `builtins:` and `sources:`"
         );
         assert_eq!(
             refused("f.yaml", "servers:\n  - a\n"),
@@ -345,7 +345,7 @@ mod tests {
         );
         assert_eq!(
             refused("f.toml", "x = 1\ntools = 3\n"),
-            "f.toml:1:1: unknown member `x`: a file holds `tools:`, `servers:`, `gateway:` and `builtins:`"
+            "f.toml:1:1: unknown member `x`: a file holds `tools:`, `servers:`, `gateway:`, `builtins:` and `sources:`"
         );
         assert!(refused("f.json", "{}").starts_with("f.json:1:1: expected `tools:`"));
         assert!(refused("f.json", "3").starts_with("f.json:1:1: expected `tools:`"));

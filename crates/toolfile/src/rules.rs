@@ -27,7 +27,7 @@ pub const ALLOWED_ENV: [&str; 10] = [
     "LOGNAME",
 ];
 
-/// The refusal of a tool with neither `command` nor `http`.
+/// The refusal of a tool with no action (`command`, `http` or `sql`).
 pub const NO_ACTION: &str = "no action: add `command: [program, args...]` (a program to run), `http: {url: ...}` (a request to send) or `sql: {source: ..., statement: ...}` (a query to run)";
 
 /// The refusal of a tool with both `command` and `http`.
