@@ -23,6 +23,8 @@ command -v units >/dev/null 2>&1 || need_apt+=(units)
 # Shared legacy sessions: the Redis session store and the three-replica deploy test.
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v nginx >/dev/null 2>&1 || need_apt+=(nginx)
+# The sql tests start a PostgreSQL cluster of their own from Debian's server binaries.
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"

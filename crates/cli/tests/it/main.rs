@@ -53,6 +53,7 @@ mod readme_example;
 mod screenshot;
 mod search_files;
 mod search_files_hardening;
+mod sql;
 mod stdio_legacy;
 mod stdio_modern;
 mod stdio_robustness;
