@@ -216,13 +216,23 @@ async fn sqlite_read_only_refuses_writes_and_times_out() {
 #[test]
 fn compile_refuses_what_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
-    let text =
-        json!({"sources": {"db": {"sqlite": "t.db"}, "both": {"sqlite": "a", "postgres": "b"}}})
-            .to_string();
+    let text = json!({"sources": {
+        "db": {"sqlite": "t.db"},
+        "both": {"sqlite": "a", "postgres": "b"},
+        "arg": {"postgres": "postgres://u:{password}@127.0.0.1/db"},
+        "typo": {"postgress": "postgres://127.0.0.1/db"},
+    }})
+    .to_string();
     let doc = Document::parse(&dir.path().join("t.json"), Format::Json, text).unwrap();
     let (sources, problems) = Sources::compile(std::slice::from_ref(&doc));
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(problems[0].problem.message.contains("exactly one"));
+    let messages: Vec<&str> = problems
+        .iter()
+        .map(|p| p.problem.message.as_str())
+        .collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(messages[0].contains("exactly one"), "{messages:?}");
+    assert!(messages[1].contains("takes `${VAR}`"), "{messages:?}");
+    assert!(messages[2].contains("postgress"), "{messages:?}");
     let schema = json!({"type": "object", "properties": {"id": {"type": "integer"}}});
     table! { |sql: Value, read_only: bool, says: &str| {
         let tool = json!({"name": "t", "inputSchema": schema, "sql": sql, "annotations": {"readOnlyHint": read_only}});
@@ -234,5 +244,21 @@ fn compile_refuses_what_cannot_run() {
         (json!({"source": "db", "statement": "select ?, ?", "params": ["id"]}), true, "2 placeholder(s)");
         (json!({"source": "db", "statement": "delete from t where id = ?", "params": ["id"]}), true, "writing one (DELETE)");
         (json!({"source": "db", "statement": "select 1; drop table t"}), false, "more than one statement");
+        (json!({"source": "both", "statement": "select 1"}), false, "no source is named \"both\"");
     }
+}
+
+#[test]
+fn a_sql_tool_takes_no_output_shaping() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = json!({"sources": {"db": {"sqlite": "t.db"}}}).to_string();
+    let doc = Document::parse(&dir.path().join("t.json"), Format::Json, text).unwrap();
+    let (sources, _) = Sources::compile(std::slice::from_ref(&doc));
+    let tool = json!({"name": "t", "sql": {"source": "db", "statement": "select 1"}, "output": {"parse": "json"}});
+    let e = DeclaredTool::compile_with(&tool, &sources).unwrap_err();
+    assert!(
+        e.message.contains("`output` does not apply"),
+        "{}",
+        e.message
+    );
 }
