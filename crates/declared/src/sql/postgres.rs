@@ -150,18 +150,21 @@ async fn run_on(
         .read_only(read_only)
         .start()
         .await?;
-    tx.batch_execute(&format!(
+    let timeout = format!(
         "SET LOCAL statement_timeout = {}",
         limits.timeout.as_millis().max(1)
-    ))
-    .await?;
+    );
     let names: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
     let mut out = Collector::new(names, limits);
+    // The timeout and the statement are sent together (tokio-postgres pipelines requests
+    // polled at once, in the order first polled): one round trip, the timeout set first.
     if stmt.columns().is_empty() {
-        let n = tx.execute(&stmt, &refs).await?;
+        let ((), n) =
+            futures_util::try_join!(tx.batch_execute(&timeout), tx.execute(&stmt, &refs))?;
         out.affected(n);
     } else {
-        let portal = tx.bind(&stmt, &refs).await?;
+        let ((), portal) =
+            futures_util::try_join!(tx.batch_execute(&timeout), tx.bind(&stmt, &refs))?;
         let fetch = i32::try_from(limits.rows.saturating_add(1)).unwrap_or(i32::MAX);
         let rows = tx.query_portal_raw(&portal, fetch).await?;
         futures_util::pin_mut!(rows);
