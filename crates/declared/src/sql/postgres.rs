@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{CancelToken, Client, NoTls, Statement};
 use tokio_util::sync::CancellationToken;
 use toolwright_toolfile::template::Template;
 
@@ -95,7 +95,12 @@ impl Pool {
             Some(c) if !c.client.is_closed() => c,
             _ => self.connect().await?,
         };
-        let token = conn.client.cancel_token();
+        // Armed while the statement runs: a call dropped meanwhile (the server gives up on
+        // it) still cancels the statement on the server.
+        let mut guard = CancelOnDrop(
+            Some(conn.client.cancel_token()),
+            tokio::runtime::Handle::current(),
+        );
         let outcome = tokio::select! {
             r = run_on(&mut conn, statement, params, read_only, limits) => Some(r),
             () = tokio::time::sleep(limits.timeout + CLIENT_GRACE) => None,
@@ -104,7 +109,9 @@ impl Pool {
         let Some(result) = outcome else {
             // Dropping the future leaves the server running the statement: cancel it there,
             // and do not use the connection again.
-            if let Err(e) = token.cancel_query(NoTls).await {
+            if let Some(token) = guard.0.take()
+                && let Err(e) = token.cancel_query(NoTls).await
+            {
                 tracing::debug!("the cancel request failed: {e}");
             }
             return Err(if cancel.is_cancelled() {
@@ -113,6 +120,7 @@ impl Pool {
                 RunError::Timeout(limits.timeout)
             });
         };
+        guard.0 = None;
         let result = result.map_err(|e| db_error(&e, limits.timeout));
         if !conn.client.is_closed()
             && let Ok(mut idle) = self.idle.lock()
@@ -120,6 +128,23 @@ impl Pool {
             idle.push(conn);
         }
         result
+    }
+}
+
+/// Sends a cancel request for the connection's running statement when dropped armed, on
+/// the runtime the call ran on (a call's future may be dropped on another thread).
+struct CancelOnDrop(Option<CancelToken>, tokio::runtime::Handle);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            tracing::debug!("a PostgreSQL statement left running: sending a cancel request");
+            self.1.spawn(async move {
+                if let Err(e) = token.cancel_query(NoTls).await {
+                    tracing::debug!("the cancel request failed: {e}");
+                }
+            });
+        }
     }
 }
 
