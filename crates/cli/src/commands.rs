@@ -366,9 +366,10 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     // Over stdio the reader thread answers every call that does not wait, so one worker
     // is enough for those that do (blocking work goes to the blocking pool). It starts
     // after the handshake's answers, unless a call needs it sooner.
-    // With a gateway, calls run on its runtime: the one its upstreams' readers run on.
+    // With a gateway, stdin's reads are handed to its runtime, the one its upstreams'
+    // readers run on, and handled there: a forwarded call never changes thread.
     let served = match &gateway {
-        Some(g) => toolwright_server::serve_stdio(&server, g.runtime()),
+        Some(g) => toolwright_server::serve_stdio_on(&server, g.runtime()),
         None => toolwright_server::serve_stdio_lazy(&server, || {
             runtime_with(1).map_err(std::io::Error::other)
         }),

@@ -94,7 +94,7 @@ pub use error::{ClientRequestError, RegisterError, ToolError};
 pub use reply::{Handled, Outcome, Reply, ReplyFuture, Spent};
 pub use server::{Event, Server};
 pub use session::{Discard, Negotiated, Outbound, Session};
-pub use stdio::{serve_io, serve_stdio, serve_stdio_lazy};
+pub use stdio::{serve_io, serve_stdio, serve_stdio_lazy, serve_stdio_on};
 pub use tool::{FnTool, Tool, ToolFuture, Typed, TypedTool};
 pub use toolwright_protocol::Tool as ToolDefinition;
 pub use toolwright_telemetry as telemetry;

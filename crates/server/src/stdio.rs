@@ -9,6 +9,11 @@
 //! a burst of forwarded answers leaves in one syscall, not one each. Every write goes
 //! through one mutex around the output, so lines never interleave, and the reader's own
 //! batch writes what is queued first, so a call's notifications precede its reply.
+//!
+//! A server whose calls wait on other peers (a gateway) is served by [`serve_stdio_on`]
+//! instead: the reading thread hands each read to one task on the runtime where those
+//! peers' readers run, which handles its lines there, so a forwarded call starts, waits
+//! and ends on one thread.
 
 use crate::reply::{Handled, Spent};
 use crate::server::Server;
@@ -274,6 +279,80 @@ impl Read for Input {
             }
         }
         self.file.read(buf)
+    }
+}
+
+/// [`serve_stdio`] for a server whose calls wait on `runtime` for other peers (a gateway's
+/// upstreams, whose readers run there): this thread only reads stdin and hands each read
+/// to one task on `runtime`, which splits it into lines, handles them and writes the
+/// replies. A forwarded call then starts, waits and ends on the thread that reads its
+/// upstream's answer: one hand-over per read instead of one per call, and what a call
+/// allocates is freed on the thread that allocated it.
+pub fn serve_stdio_on(server: &Server, runtime: &tokio::runtime::Handle) -> io::Result<()> {
+    let (mut input, output) = stdio_files()?;
+    let writer = Arc::new(LineWriter::new(output));
+    let sink: Arc<dyn Outbound> = Arc::new(writer.clone());
+    let session = server.new_session(sink.clone());
+    let tracker = TaskTracker::new();
+    let (reads, mut handed) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let handler = {
+        let (server, session, tracker) = (server.clone(), session.clone(), tracker.clone());
+        runtime.spawn(async move {
+            let mut decoder = LineDecoder::new(server.config().limits.max_bytes);
+            let mut replies = Outgoing {
+                first: None,
+                rest: Vec::new(),
+                spent: Vec::new(),
+            };
+            let mut warming = false;
+            while let Some(chunk) = handed.recv().await {
+                decoder.push(&chunk);
+                while let Some(frame) = decoder.next_line() {
+                    handle_frame(&server, &session, &sink, &tracker, frame, &mut replies);
+                }
+                replies.send(&writer);
+                if !warming {
+                    server.warm_up();
+                    warming = true;
+                }
+            }
+            if let Some(last) = decoder.finish() {
+                handle_frame(&server, &session, &sink, &tracker, last, &mut replies);
+                replies.send(&writer);
+            }
+        })
+    };
+    let mut chunk = vec![0u8; 64 * 1024];
+    while let Some(n) = read_some(&mut input, &mut chunk) {
+        if reads.send(chunk[..n].to_vec()).is_err() {
+            break;
+        }
+    }
+    drop(reads);
+    if let Err(e) = runtime.block_on(handler) {
+        tracing::error!("the stdio handler ended abnormally: {e}");
+    }
+    drain(server, &session, &tracker, Some(runtime));
+    Ok(())
+}
+
+/// One framed line (or the framing error in its place), handled as [`serve_with`] does.
+fn handle_frame(
+    server: &Server,
+    session: &Arc<Session>,
+    sink: &Arc<dyn Outbound>,
+    tracker: &TaskTracker,
+    frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
+    replies: &mut Outgoing,
+) {
+    match frame {
+        Ok(line) => dispatch_line(server, session, sink, tracker, line.as_bytes(), replies),
+        Err(FrameError::TooLong { len_so_far, id }) => replies.push(too_long(
+            server.config().limits.max_bytes,
+            len_so_far,
+            id.as_ref(),
+        )),
+        Err(e) => tracing::warn!("framing error: {e}"),
     }
 }
 
