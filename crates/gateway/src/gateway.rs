@@ -21,6 +21,7 @@
 
 use crate::catalog;
 use crate::error::GatewayError;
+use crate::hub::Hub;
 use crate::install::{installed_digest, pinned_definitions, shell_word};
 use crate::pin::Pins;
 use crate::plan::{self, Inputs, Listing};
@@ -32,7 +33,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 use toolwright_client::{BoxFuture, Peer};
-use toolwright_jsonrpc::ErrorObject;
 use toolwright_server::catalog::CatalogKeys;
 use toolwright_server::{Server, Tool};
 use toolwright_toolfile::config::GatewayConfig;
@@ -108,73 +108,6 @@ impl std::fmt::Debug for Gateway {
         f.debug_struct("Gateway")
             .field("separator", &self.separator)
             .finish_non_exhaustive()
-    }
-}
-
-/// Forwards upstream events to the gateway without keeping it alive.
-pub(crate) struct Hub(pub(crate) Weak<Gateway>);
-
-impl Events for Hub {
-    fn notification(&self, server: &str, method: &str, _params: &Value) {
-        let Some(g) = self.0.upgrade() else { return };
-        let server = server.to_owned();
-        let gw = g.clone();
-        match method {
-            "notifications/tools/list_changed" => {
-                g.handle()
-                    .spawn(async move { gw.refresh_named(&server).await });
-            }
-            "notifications/resources/list_changed" | "notifications/prompts/list_changed" => {
-                g.handle().spawn(async move {
-                    if let Some(up) = gw.upstream(&server) {
-                        gw.refresh_catalog(&up).await;
-                    }
-                });
-            }
-            _ => {}
-        }
-    }
-
-    fn connected(&self, server: &str) -> BoxFuture<'static, ()> {
-        // A server first served from its pins is listed once it is up, and after each
-        // restart, before any call goes to it: what it lists now is what counts, and a
-        // definition that changed meanwhile is quarantined before it can be called.
-        let gw = self.0.upgrade();
-        let server = server.to_owned();
-        // Its resources and prompts too, so a restart re-lists them.
-        Box::pin(async move {
-            let Some(gw) = gw else { return };
-            if let Some(up) = gw.upstream(&server) {
-                gw.refresh(&up).await;
-                gw.refresh_catalog(&up).await;
-            }
-        })
-    }
-
-    fn closed(&self, server: &str, _why: &str) {
-        let Some(g) = self.0.upgrade() else { return };
-        // Logged where the failure is counted (Upstream::failed), once. Started again after
-        // its backoff; its tools stay listed meanwhile, and a call gets the reason it
-        // cannot be reached.
-        if let Some(up) = g.upstream(server) {
-            let wait = up.retry_in().unwrap_or_default();
-            g.retry_after(up, wait);
-        }
-    }
-
-    fn request(
-        &self,
-        server: &str,
-        method: String,
-        _params: Value,
-    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
-        // `roots/list` is answered by the upstream itself (its entry's `roots:`).
-        let server = server.to_owned();
-        Box::pin(async move {
-            Err(ErrorObject::internal(format!(
-                "toolwright's gateway relays {method} from upstream {server} only during one of its tool calls, with one call in flight"
-            )))
-        })
     }
 }
 
@@ -421,7 +354,7 @@ impl Gateway {
         catalog::register(self, server);
     }
 
-    async fn refresh_named(self: &Arc<Self>, name: &str) {
+    pub(crate) async fn refresh_named(self: &Arc<Self>, name: &str) {
         if let Some(up) = self.upstream(name) {
             self.refresh(&up).await;
         }
@@ -449,7 +382,7 @@ impl Gateway {
     /// Lists `up` again after `wait`, unless it is up by then (its connection lists it),
     /// an attempt is scheduled already (one attempt per backoff, so each failure is said
     /// once), or it was removed from the config meanwhile (the wait does not keep it).
-    fn retry_after(self: &Arc<Self>, up: Arc<Upstream>, wait: Duration) {
+    pub(crate) fn retry_after(self: &Arc<Self>, up: Arc<Upstream>, wait: Duration) {
         let name = up.name().to_owned();
         if !self.state.lock().retrying.insert(name.clone()) {
             return;

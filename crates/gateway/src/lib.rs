@@ -7,6 +7,7 @@
 //!
 //! Layout:
 //! - [`gateway`]: [`Gateway`], every upstream's tools in the server, kept current.
+//! - `hub.rs`: what an upstream's connection tells the gateway (lists changed, up, closed).
 //! - [`upstream`]: one upstream, its connection, restarts with backoff, the roots it gets.
 //! - [`chain`]: a gateway never starts itself (the chain of gateways above a process),
 //!   and the bound on upstream processes.
@@ -35,6 +36,7 @@ pub mod catalog;
 pub mod chain;
 pub mod error;
 pub mod gateway;
+mod hub;
 mod install;
 pub mod naming;
 mod observe;

@@ -19,7 +19,8 @@
 //! start only; a change to them is logged and waits for a restart.
 
 use crate::error::GatewayError;
-use crate::gateway::{FIRST_LIST_WAIT, Gateway, Hub, State};
+use crate::gateway::{FIRST_LIST_WAIT, Gateway, State};
+use crate::hub::Hub;
 use crate::upstream::{Events, Upstream};
 use std::collections::BTreeSet;
 use std::sync::Arc;
