@@ -336,7 +336,8 @@ pub fn serve_stdio_on(server: &Server, runtime: &tokio::runtime::Handle) -> io::
     Ok(())
 }
 
-/// One framed line (or the framing error in its place), handled as [`serve_with`] does.
+/// One framed line, handed to the server, or the framing error in its place.
+#[inline]
 fn handle_frame(
     server: &Server,
     session: &Arc<Session>,
@@ -489,32 +490,23 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
         spent: Vec::with_capacity(64),
     };
     let mut warming = false;
-    let handle_line = |line: &[u8], replies: &mut Outgoing| {
-        dispatch_line(server, &session, &sink, &tracker, line, replies)
-    };
     let mut on_frame = |frame: Result<toolwright_jsonrpc::Line<'_>, FrameError>,
-                        replies: &mut Outgoing| match frame {
-        Ok(line) => {
-            if entered.is_none() && !handshake(line.as_bytes()) {
-                match runtime.handle() {
-                    Ok(h) => entered = Some(h.enter()),
-                    Err(e) => {
-                        tracing::error!("starting the async runtime failed: {e}");
-                        let err =
-                            ErrorObject::internal(format!("the server cannot run calls: {e}"));
-                        toolwright_jsonrpc::write_error(replies.buffer(), None, &err);
-                        return;
-                    }
+                        replies: &mut Outgoing| {
+        if let Ok(line) = &frame
+            && entered.is_none()
+            && !handshake(line.as_bytes())
+        {
+            match runtime.handle() {
+                Ok(h) => entered = Some(h.enter()),
+                Err(e) => {
+                    tracing::error!("starting the async runtime failed: {e}");
+                    let err = ErrorObject::internal(format!("the server cannot run calls: {e}"));
+                    toolwright_jsonrpc::write_error(replies.buffer(), None, &err);
+                    return;
                 }
             }
-            handle_line(line.as_bytes(), replies);
         }
-        Err(FrameError::TooLong { len_so_far, id }) => replies.push(too_long(
-            server.config().limits.max_bytes,
-            len_so_far,
-            id.as_ref(),
-        )),
-        Err(e) => tracing::warn!("framing error: {e}"),
+        handle_frame(server, &session, &sink, &tracker, frame, replies);
     };
     while let Some(n) = read_some(&mut input, &mut chunk) {
         decoder.push(&chunk[..n]);
