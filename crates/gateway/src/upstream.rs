@@ -653,7 +653,13 @@ mod tests {
         let doc =
             Document::parse(std::path::Path::new("gw.yaml"), Format::Yaml, yaml.into()).unwrap();
         let server = read_config(&[doc]).unwrap().servers.remove(0);
-        let rt = tokio::runtime::Runtime::new().unwrap();
+        // One thread: the three callers all start (and note the attempts seen) before
+        // the first attempt can end. On several threads a caller that started after it
+        // failed would rightly wait for the next attempt, and the count would be two.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let shared = Shared::new(Chain::check(&[]).unwrap());
         let up = Upstream::new(
             &server,
