@@ -99,7 +99,7 @@ pub fn toolfile(data: &[u8]) {
 
 /// The arguments and environment a template is filled with, read from the pieces of the
 /// input after the template (each piece's first byte says what it is).
-fn value_of(piece: &[u8]) -> Value {
+pub(crate) fn value_of(piece: &[u8]) -> Value {
     let Some((&kind, rest)) = piece.split_first() else {
         return Value::Null;
     };

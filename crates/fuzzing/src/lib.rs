@@ -20,6 +20,9 @@
 //! - [`template`]: templates parsed and filled with arbitrary values and environment.
 //! - [`config_merge`]: two or three files of mixed formats checked as one set: every problem
 //!   placed in the file it names, the outcome the same in either order.
+//! - [`sql`]: the `sql` action's statement checks and parameter binding: a statement that
+//!   compiles as a read-only tool leaves a real SQLite file unchanged, bound values come
+//!   back exactly and never match as SQL, PostgreSQL's value codec never panics.
 //!
 //! [`readable_id`]: toolwright_jsonrpc::readable_id
 
@@ -37,7 +40,9 @@ use toolwright_tools::arith::{Add, Multiply};
 use toolwright_tools::search_files::SearchFiles;
 
 mod files;
+mod sql;
 pub use files::{config_merge, template, toolfile};
+pub use sql::sql;
 
 /// The envelope reader, the id recovery and the line decoder.
 pub fn envelope(data: &[u8]) {
@@ -318,4 +323,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("toolfile", toolfile),
     ("template", template),
     ("config_merge", config_merge),
+    ("sql", sql),
 ];

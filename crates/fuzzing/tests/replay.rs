@@ -93,3 +93,8 @@ fn template() {
 fn config_merge() {
     replay("config_merge");
 }
+
+#[test]
+fn sql() {
+    replay("sql");
+}

@@ -9,11 +9,11 @@
 //!
 //! Layout:
 //! - [`source`]: `sources:` compiled into connection pools, shared by the tools naming them.
-//! - `postgres`, `sqlite`: running a statement on each engine; `pg_types`: PostgreSQL
+//! - `postgres`, `sqlite`: running a statement on each engine; [`pg_types`]: PostgreSQL
 //!   values bound and read.
 //! - [`rows`]: parameters as bound values, rows as JSON, the limits and the text table.
 
-mod pg_types;
+pub mod pg_types;
 mod postgres;
 pub mod rows;
 pub mod source;
