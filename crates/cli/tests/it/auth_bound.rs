@@ -1,6 +1,7 @@
 //! Identity-bound arguments (`arguments: {owner: "{claims.sub}"}` on a declared tool): out
 //! of the advertised schema, filled from the verified token's claim, never from the
 //! client; a call that gives one, or that carries no token, is refused with a tool error.
+//! The same for a `sql` tool's parameter: each caller reads only their own rows.
 
 use crate::auth_jwt::{Issuer, claims, es256, mint, start};
 use crate::http_client::*;
@@ -30,11 +31,15 @@ fn send(s: &HttpServer, token: Option<&str>, method: &str, params: Value) -> Val
 }
 
 fn call(s: &HttpServer, token: Option<&str>, arguments: Value) -> (bool, String) {
+    call_tool(s, token, "whoami", arguments)
+}
+
+fn call_tool(s: &HttpServer, token: Option<&str>, tool: &str, arguments: Value) -> (bool, String) {
     let v = send(
         s,
         token,
         "tools/call",
-        json!({"name": "whoami", "arguments": arguments}),
+        json!({"name": tool, "arguments": arguments}),
     );
     let result = &v["result"];
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
@@ -89,4 +94,78 @@ fn without_a_token_a_bound_argument_refuses_the_call() {
     let (is_error, text) = call(&s, None, json!({}));
     assert!(is_error, "{text}");
     assert!(text.contains("carries no such claim"), "{text}");
+}
+
+#[test]
+fn a_sql_parameter_bound_to_the_token_reads_only_the_callers_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("orders.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "create table orders (id integer primary key, owner text not null, item text not null);
+         insert into orders (owner, item) values
+           ('alice', 'lamp'), ('bob', 'desk'), ('alice', 'chair'), ('alice'' or ''1''=''1', 'x');",
+    )
+    .unwrap();
+    drop(conn);
+    let file = dir.path().join("orders.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"sources:
+  shop: {{sqlite: {db}}}
+tools:
+  - name: my_orders
+    description: List the caller's own orders.
+    inputSchema:
+      type: object
+      properties: {{owner: {{type: string}}}}
+      required: [owner]
+    sql: {{source: shop, statement: "select item from orders where owner = ? order by id", params: [owner]}}
+    arguments: {{owner: "{{claims.sub}}"}}
+    annotations: {{readOnlyHint: true}}
+"#,
+            db = db.display()
+        ),
+    )
+    .unwrap();
+    let key = es256("ec-1");
+    let issuer = Issuer::start(&[&key]);
+    let s = start(&issuer, &["--config", file.to_str().unwrap()]);
+    let token = |sub: &str| mint(&key, &claims(&s, &issuer.url, json!({"sub": sub})));
+
+    let items = |sub: &str| {
+        let v = send(
+            &s,
+            Some(&token(sub)),
+            "tools/call",
+            json!({"name": "my_orders", "arguments": {}}),
+        );
+        assert_ne!(v["result"]["isError"], true, "{v}");
+        v["result"]["structuredContent"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["item"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(items("alice"), ["lamp", "chair"]);
+    assert_eq!(items("bob"), ["desk"]);
+    // A subject that reads like SQL is bound as data: it matches only its own row.
+    assert_eq!(items("alice' or '1'='1"), ["x"]);
+    assert!(items("carol").is_empty());
+
+    // The client cannot name another owner.
+    let (is_error, text) = call_tool(
+        &s,
+        Some(&token("alice")),
+        "my_orders",
+        json!({"owner": "bob"}),
+    );
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("\"owner\" is bound to the caller's identity"),
+        "{text}"
+    );
+    assert!(!text.contains("desk"), "{text}");
 }
