@@ -382,6 +382,11 @@ fn postgres_tools_bind_refuse_writes_and_cancel_on_the_server() {
     inputSchema: {type: object}
     sql: {source: db, statement: "select pg_sleep(10) as slept", timeout: 500ms}
     annotations: {readOnlyHint: true}
+  - name: endless
+    description: Fifty million rows, of which three are kept.
+    inputSchema: {type: object}
+    sql: {source: db, statement: "select generate_series(1, 50000000) as n", max_rows: 3, timeout: 20s}
+    annotations: {readOnlyHint: true}
   - name: typed
     description: The column types read as JSON.
     inputSchema: {type: object, properties: {id: {type: integer}}, required: [id]}
@@ -438,6 +443,30 @@ fn postgres_tools_bind_refuse_writes_and_cancel_on_the_server() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // A read-only statement past its row limit is not read to its end: the call answers
+    // at once, the statement is cancelled on the server, and the pool serves the next call.
+    let started = Instant::now();
+    let r = call(&mut s, "endless", json!({}));
+    assert_eq!(
+        r["structuredContent"],
+        json!({"rows": [{"n": 1}, {"n": 2}, {"n": 3}], "truncated": true}),
+        "{r}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pg.psql(
+        "select count(*) from pg_stat_activity where state = 'active' and query like '%generate_series(1, 50000000)%' and pid <> pg_backend_pid()",
+    ) != "0"
+    {
+        assert!(Instant::now() < deadline, "the endless statement still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = call(&mut s, "by_id", json!({"id": 2}));
+    assert_eq!(r["structuredContent"]["name"], json!("grace"), "{r}");
     // The table survived every attack.
     assert!(pg.psql("select count(*) from t").parse::<u32>().unwrap() >= 3);
 }

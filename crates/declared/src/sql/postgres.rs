@@ -1,7 +1,8 @@
 //! PostgreSQL with tokio-postgres: a small pool of connections, each statement prepared once
 //! per connection, every call in its own transaction (`READ ONLY` for a read-only tool) with
-//! `SET LOCAL statement_timeout`, rows fetched through a portal no further than the row
-//! limit. At the deadline (or when the call is cancelled) a cancel request goes to the
+//! `SET LOCAL statement_timeout`, sent with the statement and `COMMIT` in one round trip;
+//! rows past a limit are not kept, and a read-only statement still sending them is cancelled
+//! and its connection dropped. At the deadline (or when the call is cancelled) a cancel request goes to the
 //! server and the connection is dropped. Known gap: a client's `notifications/cancelled`
 //! was seen to leave the statement running on the server (to investigate; the timeout path
 //! is tested).
@@ -11,8 +12,11 @@ use super::rows::{Collector, Param};
 use super::{Fetched, Limits};
 use crate::error::RunError;
 use futures_util::StreamExt;
+use futures_util::future::maybe_done;
 use std::collections::HashMap;
+use std::pin::pin;
 use std::sync::Mutex;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_postgres::error::SqlState;
@@ -122,14 +126,24 @@ impl Pool {
                 RunError::Timeout(limits.timeout)
             });
         };
-        guard.0 = None;
-        let result = result.map_err(|e| db_error(&e, limits.timeout));
-        if !conn.client.is_closed()
+        let reuse = match &result {
+            Ok((_, reuse)) => *reuse,
+            Err(_) => Reuse::Yes,
+        };
+        if reuse == Reuse::Yes {
+            guard.0 = None;
+        }
+        // Left behind, the statement is cancelled by the guard and its connection dropped.
+        drop(guard);
+        if reuse == Reuse::Yes
+            && !conn.client.is_closed()
             && let Ok(mut idle) = self.idle.lock()
         {
             idle.push(conn);
         }
         result
+            .map(|(fetched, _)| fetched)
+            .map_err(|e| db_error(&e, limits.timeout))
     }
 }
 
@@ -150,14 +164,22 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// The statement in its transaction on one connection.
+/// The statement in its transaction on one connection, in one round trip: `BEGIN` (`READ
+/// ONLY` for a read-only tool) with `SET LOCAL statement_timeout`, the prepared statement
+/// and `COMMIT` are sent together (tokio-postgres pipelines the requests of futures polled
+/// at once, in the order first polled), then their answers read in turn.
+///
+/// Rows past a limit are not kept. A read-only statement that still had rows to send is
+/// left behind: the outcome says the connection must not be used again (the caller drops it
+/// and cancels the statement on the server). A writing one is read to its end and committed,
+/// so what it did is never undone by a limit.
 async fn run_on(
     conn: &mut Conn,
     statement: &str,
     params: &[Param],
     read_only: bool,
     limits: Limits,
-) -> Result<Fetched, tokio_postgres::Error> {
+) -> Result<(Fetched, Reuse), tokio_postgres::Error> {
     let stmt = match conn.prepared.get(statement) {
         Some(s) => s.clone(),
         None => {
@@ -167,49 +189,76 @@ async fn run_on(
         }
     };
     let bound: Vec<Bound<'_>> = params.iter().map(Bound).collect();
-    let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = bound
+    let refs = bound
         .iter()
-        .map(|b| b as &(dyn tokio_postgres::types::ToSql + Sync))
-        .collect();
-    let tx = conn
-        .client
-        .build_transaction()
-        .read_only(read_only)
-        .start()
-        .await?;
-    let timeout = format!(
-        "SET LOCAL statement_timeout = {}",
+        .map(|b| b as &(dyn tokio_postgres::types::ToSql + Sync));
+    let begin = format!(
+        "BEGIN{}; SET LOCAL statement_timeout = {}",
+        if read_only { " READ ONLY" } else { "" },
         limits.timeout.as_millis().max(1)
     );
     let names: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
     let mut out = Collector::new(names, limits);
-    // The timeout and the statement are sent together (tokio-postgres pipelines requests
-    // polled at once, in the order first polled): one round trip, the timeout set first.
-    if stmt.columns().is_empty() {
-        let ((), n) =
-            futures_util::try_join!(tx.batch_execute(&timeout), tx.execute(&stmt, &refs))?;
-        out.affected(n);
-    } else {
-        let ((), portal) =
-            futures_util::try_join!(tx.batch_execute(&timeout), tx.bind(&stmt, &refs))?;
-        let fetch = i32::try_from(limits.rows.saturating_add(1)).unwrap_or(i32::MAX);
-        let rows = tx.query_portal_raw(&portal, fetch).await?;
-        futures_util::pin_mut!(rows);
-        while let Some(row) = rows.next().await {
-            let row = row?;
-            if !out.wants_more() {
-                break;
+    let client = &conn.client;
+    let left_behind = {
+        let rows = async {
+            let rows = client.query_raw(&stmt, refs).await?;
+            futures_util::pin_mut!(rows);
+            let mut kept = true;
+            while let Some(row) = rows.next().await {
+                let row = row?;
+                if !kept {
+                    continue;
+                }
+                kept = out.wants_more()
+                    && (0..row.len())
+                        .map(|i| row.try_get::<_, Column>(i).map(|c| c.0))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(|values| out.push(values))?;
+                if !kept && read_only {
+                    return Ok(true);
+                }
             }
-            let values = (0..row.len())
-                .map(|i| row.try_get::<_, Column>(i).map(|c| c.0))
-                .collect::<Result<Vec<_>, _>>()?;
-            if !out.push(values) {
-                break;
+            if let Some(n) = rows.rows_affected()
+                && stmt.columns().is_empty()
+            {
+                out.affected(n);
             }
+            Ok::<bool, tokio_postgres::Error>(false)
+        };
+        let mut begin = pin!(maybe_done(client.batch_execute(&begin)));
+        let mut rows = pin!(maybe_done(rows));
+        let mut commit = pin!(maybe_done(client.batch_execute("COMMIT")));
+        // Each request goes out on its future's first poll: the three in order, before any
+        // answer is awaited.
+        std::future::poll_fn(|cx| {
+            let _ = begin.as_mut().poll(cx);
+            let _ = rows.as_mut().poll(cx);
+            let _ = commit.as_mut().poll(cx);
+            Poll::Ready(())
+        })
+        .await;
+        (&mut begin).await;
+        begin.as_mut().take_output().unwrap_or(Ok(()))?;
+        (&mut rows).await;
+        let left_behind = rows.as_mut().take_output().unwrap_or(Ok(false))?;
+        if !left_behind {
+            (&mut commit).await;
+            commit.as_mut().take_output().unwrap_or(Ok(()))?;
         }
-    }
-    tx.commit().await?;
-    Ok(out.finish())
+        left_behind
+    };
+    let reuse = if left_behind { Reuse::No } else { Reuse::Yes };
+    Ok((out.finish(), reuse))
+}
+
+/// Whether a connection may serve another call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reuse {
+    /// It is idle again.
+    Yes,
+    /// A statement may still be running or sending rows on it.
+    No,
 }
 
 /// What the database said, as a call error: its own cancel at `statement_timeout` is the
