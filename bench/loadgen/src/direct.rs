@@ -36,7 +36,7 @@ pub struct DirectOpts {
 
 /// Runs `concurrency` workers that each call `one` (with a per-worker state made by
 /// `init`) until the budget of calls or the time runs out; returns the JSON line.
-fn drive<S>(
+pub fn drive<S>(
     o: &DirectOpts,
     init: impl Fn() -> Result<S> + Sync,
     one: impl Fn(&mut S) -> Result<()> + Sync,

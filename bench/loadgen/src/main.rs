@@ -14,6 +14,9 @@
 //! loadgen spawn           [common] [--calls N] [--warmup N] [--concurrency C] -- PROG ARGS...
 //! loadgen http-get        [common] [--calls N] [--warmup N] [--concurrency C] --url URL
 //!                         [--expect-text S]
+//! loadgen pg-query      [common] [--calls N] [--warmup N] [--concurrency C] --url URL
+//!                         --statement SQL --param N [--expect-text S]  (the SQL floor: a
+//!                         prepared statement on one connection per worker)
 //! loadgen json-server     [--addr 127.0.0.1:PORT] [--port-file F] [--max-secs S]
 //! loadgen otlp-sink       [--addr 127.0.0.1:PORT] [--port-file F] [--max-secs S]
 //!                         (POST /v1/traces counted; GET /stats: requests, spans, bytes)
@@ -24,6 +27,7 @@
 //! loadgen report          --results FILE --out FILE --server LABEL=NAME... [--meta K=V]...
 //!                         [--note TEXT]... [--summary FILE] [--require-all]
 //!                         [--cmd-server LABEL=NAME]... [--http-server LABEL=NAME]...
+//!                         [--sql-server LABEL=NAME]...
 //!                         [--declared-note TEXT]...  (declared-tool section: floor,
 //!                         subject, then peers, in that order)
 //!                         [--gw-server CFG:LABEL=NAME]... [--gateway-note TEXT]...
@@ -54,6 +58,7 @@ mod http1;
 mod issuer;
 mod jsonsrv;
 mod otlpsink;
+mod pgquery;
 mod procs;
 mod proto;
 mod redis;
@@ -225,6 +230,20 @@ fn measure(a: &Args) -> Result<Value> {
                 .get("url")
                 .ok_or_else(|| anyhow!("http-get: --url http://127.0.0.1:PORT/PATH"))?;
             direct::http_get(&direct_opts(a)?, url, a.get("expect-text"))
+        }
+        "pg-query" => {
+            let need = |k: &str| {
+                a.get(k)
+                    .map(str::to_owned)
+                    .ok_or_else(|| anyhow!("pg-query: --{k} is needed"))
+            };
+            let q = pgquery::Query {
+                url: need("url")?,
+                statement: need("statement")?,
+                param: a.num("param", 1)?,
+                expect: a.get("expect-text").map(str::to_owned),
+            };
+            pgquery::run(&direct_opts(a)?, &q)
         }
         "http" => {
             let url = a.get("url").map(str::to_owned);
@@ -410,6 +429,7 @@ fn run_report(a: &Args) -> ExitCode {
             require_all: a.flags.iter().any(|f| f == "--require-all"),
             cmd_servers: a.pairs("cmd-server")?,
             http_servers: a.pairs("http-server")?,
+            sql_servers: a.pairs("sql-server")?,
             declared_notes: a.all("declared-note").map(str::to_owned).collect(),
             gw_servers: a
                 .pairs("gw-server")?

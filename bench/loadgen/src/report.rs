@@ -179,6 +179,8 @@ pub struct ReportOpts {
     pub cmd_servers: Vec<(String, String)>,
     /// Declared-tool section, HTTP group: floor, subject, peers.
     pub http_servers: Vec<(String, String)>,
+    /// Declared-tool section, SQL group: floor, subject, peers.
+    pub sql_servers: Vec<(String, String)>,
     /// Free-text lines of the declared-tool section.
     pub declared_notes: Vec<String>,
     /// Gateway section: (configuration, label, display name) of each row.
@@ -387,6 +389,13 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
             prefix: "httptool",
             p50_bound: 1.5,
             servers: &o.http_servers,
+        },
+        declared::Group {
+            title: "SQL tool (primary-key lookup on PostgreSQL), stdio",
+            floor_word: "prepared statement",
+            prefix: "sql",
+            p50_bound: 1.5,
+            servers: &o.sql_servers,
         },
     ];
     let groups: Vec<_> = groups

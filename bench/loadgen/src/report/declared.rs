@@ -1,5 +1,5 @@
-//! The report's section on declared tools (issue 16): a command-backed and an HTTP-backed
-//! tool call, each against its floor (the same work done directly by the harness) and
+//! The report's section on declared tools (issue 16; the SQL group, issue 41): a
+//! command-backed, an HTTP-backed and a SQL-backed tool call, each against its floor (the same work done directly by the harness) and
 //! against the peers that wrap commands or HTTP APIs. Servers are rows here: a group has
 //! one floor, one subject and any number of peers.
 
@@ -59,6 +59,33 @@ pub const FIGURES: &[Figure] = &[
         "HTTP-backed throughput",
         "calls/s",
         "httptool-tput",
+        "calls_per_s",
+        1.0,
+        true,
+    ),
+    fig(
+        "sql_p50_us",
+        "SQL-backed call p50",
+        "µs",
+        "sql-seq",
+        "p50_us",
+        1.0,
+        false,
+    ),
+    fig(
+        "sql_p99_us",
+        "SQL-backed call p99",
+        "µs",
+        "sql-seq",
+        "p99_us",
+        1.0,
+        false,
+    ),
+    fig(
+        "sql_calls_per_s",
+        "SQL-backed throughput",
+        "calls/s",
+        "sql-tput",
         "calls_per_s",
         1.0,
         true,
@@ -230,13 +257,13 @@ pub fn write(
 ) -> Vec<(String, &'static str)> {
     let _ = writeln!(
         md,
-        "\n## Declared tools: command-backed and HTTP-backed calls\n"
+        "\n## Declared tools: command-backed, HTTP-backed and SQL-backed calls\n"
     );
     let _ = writeln!(
         md,
         "Tools declared in a file (`toolwright serve --config`, issue 16) against the same work \
          done directly by the harness (the floor) and against servers that wrap commands or HTTP \
-         APIs, each called through its own tool over stdio. Cells are medians over runs; \
+         APIs or databases, each called through its own tool over stdio. Cells are medians over runs; \
          \"did not install\" = the peer's install step failed on this machine (the reason is \
          below)."
     );
@@ -249,7 +276,7 @@ pub fn write(
     for g in groups {
         g.write(md, c, t);
     }
-    let _ = writeln!(md, "\n### Targets of issue 16\n");
+    let _ = writeln!(md, "\n### Targets of issues 16 and 41\n");
     let _ = writeln!(
         md,
         "\"Met\" is checked on the medians of the tables; \"Runs met\" checks each run against \
@@ -301,6 +328,12 @@ mod tests {
             line("httptool-seq", "toolwright", 1, 80.0, 0.0),
             line("httptool-tput", "toolwright", 1, 0.0, 9000.0),
             r#"{"measure":"missing","label":"toolbox","error":"npm ci failed"}"#.to_owned(),
+            line("sql-seq", "pg", 1, 100.0, 0.0),
+            line("sql-tput", "pg", 1, 0.0, 30000.0),
+            line("sql-seq", "toolwright-sql", 1, 140.0, 0.0),
+            line("sql-tput", "toolwright-sql", 1, 0.0, 12000.0),
+            line("sql-seq", "toolbox-sql", 1, 600.0, 0.0),
+            line("sql-tput", "toolbox-sql", 1, 0.0, 3000.0),
         ];
         std::fs::write(&results, lines.join("\n")).unwrap();
         let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
@@ -316,6 +349,11 @@ mod tests {
                 pair("direct", "direct request"),
                 pair("toolwright", "toolwright"),
                 pair("toolbox", "MCP Toolbox"),
+            ],
+            sql_servers: vec![
+                pair("pg", "prepared statement"),
+                pair("toolwright-sql", "toolwright"),
+                pair("toolbox-sql", "MCP Toolbox"),
             ],
             ..Default::default()
         };
@@ -348,6 +386,20 @@ mod tests {
         );
         assert!(
             md.contains("| HTTP-backed throughput ≥ 3× MCP Toolbox | 9000 | ≥ — | n/a | — | — |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| prepared statement (floor) | 100 | 200 | 30,000 | 1.00× | 0.40× |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| SQL-backed call p50 ≤ 1.5× the prepared statement | 140 | ≤ 150 | yes | 1/1 | 0.93× |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| SQL-backed throughput ≥ 3× MCP Toolbox | 12,000 | ≥ 9000 | yes | 1/1 | 1.33× |"
+            ),
             "{md}"
         );
         assert!(
