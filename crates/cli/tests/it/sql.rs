@@ -382,6 +382,11 @@ fn postgres_tools_bind_refuse_writes_and_cancel_on_the_server() {
     inputSchema: {type: object}
     sql: {source: db, statement: "select pg_sleep(10) as slept", timeout: 500ms}
     annotations: {readOnlyHint: true}
+  - name: sleepy
+    description: Sleeps well within its timeout, until the client cancels it.
+    inputSchema: {type: object}
+    sql: {source: db, statement: "select pg_sleep(30) as slept", timeout: 60s}
+    annotations: {readOnlyHint: true}
   - name: endless
     description: Fifty million rows, of which three are kept.
     inputSchema: {type: object}
@@ -443,6 +448,35 @@ fn postgres_tools_bind_refuse_writes_and_cancel_on_the_server() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // A call the client cancels (notifications/cancelled) is cancelled on the server too.
+    let id = s.next_id();
+    s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "sleepy", "arguments": {}}}));
+    let active = |pg: &Cluster| {
+        pg.psql(
+            "select count(*) from pg_stat_activity where state = 'active' and query like '%pg_sleep(30)%' and pid <> pg_backend_pid()",
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while active(&pg) != "1" {
+        assert!(Instant::now() < deadline, "pg_sleep(30) never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "the user gave up"}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while active(&pg) != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "a cancelled call's statement still runs on the server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = call(&mut s, "by_id", json!({"id": 3}));
+    assert_eq!(r["structuredContent"]["name"], json!("edsger"), "{r}");
+
     // A read-only statement past its row limit is not read to its end: the call answers
     // at once, the statement is cancelled on the server, and the pool serves the next call.
     let started = Instant::now();

@@ -1,11 +1,10 @@
 //! PostgreSQL with tokio-postgres: a small pool of connections, each statement prepared once
 //! per connection, every call in its own transaction (`READ ONLY` for a read-only tool) with
-//! `SET LOCAL statement_timeout`, sent with the statement and `COMMIT` in one round trip;
-//! rows past a limit are not kept, and a read-only statement still sending them is cancelled
-//! and its connection dropped. At the deadline (or when the call is cancelled) a cancel request goes to the
-//! server and the connection is dropped. Known gap: a client's `notifications/cancelled`
-//! was seen to leave the statement running on the server (to investigate; the timeout path
-//! is tested).
+//! `SET LOCAL statement_timeout`, sent with the statement and `COMMIT` in one round trip.
+//! Rows past a limit are not kept, and a read-only statement still sending them is cancelled
+//! and its connection dropped. At the deadline (or when the call is cancelled) a cancel
+//! request goes to the server and the connection is dropped; a task of its own sends the
+//! request, since the call's future is often dropped right after its cancellation.
 
 use super::pg_types::{Bound, Column};
 use super::rows::{Collector, Param};
@@ -113,13 +112,11 @@ impl Pool {
             () = cancel.cancelled() => None,
         };
         let Some(result) = outcome else {
-            // Dropping the future leaves the server running the statement: cancel it there,
-            // and do not use the connection again.
-            if let Some(token) = guard.0.take()
-                && let Err(e) = token.cancel_query(NoTls).await
-            {
-                tracing::debug!("the cancel request failed: {e}");
-            }
+            // Dropping the future leaves the server running the statement: the guard, still
+            // armed, cancels it there on a task of its own (the call's future may itself be
+            // dropped before a cancel request awaited here would be sent), and the connection
+            // is not used again.
+            drop(guard);
             return Err(if cancel.is_cancelled() {
                 RunError::Cancelled
             } else {
@@ -156,8 +153,9 @@ impl Drop for CancelOnDrop {
         if let Some(token) = self.0.take() {
             tracing::debug!("a PostgreSQL statement left running: sending a cancel request");
             self.1.spawn(async move {
-                if let Err(e) = token.cancel_query(NoTls).await {
-                    tracing::debug!("the cancel request failed: {e}");
+                match token.cancel_query(NoTls).await {
+                    Ok(()) => tracing::debug!("the cancel request was sent"),
+                    Err(e) => tracing::debug!("the cancel request failed: {e}"),
                 }
             });
         }
