@@ -42,6 +42,8 @@ pub enum Command {
     List(crate::client_cmd::ListArgs),
     /// The pinned definitions of upstream servers' tools: list them, accept changed ones.
     Trust(crate::trust_cmd::TrustArgs),
+    /// Print the `api_keys:` entry of a key (its SHA-256 digest): from stdin, or --generate.
+    HashKey(crate::keys_cmd::HashKeyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
 }

@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Lint(a) => crate::lint_cmd::run(a),
         Command::List(a) => crate::client_cmd::list(a),
         Command::Trust(a) => crate::trust_cmd::run(a),
+        Command::HashKey(a) => crate::keys_cmd::run(a),
         Command::Completions(a) => {
             let mut out = Vec::new();
             crate::args::completions(a.shell, &mut out);
@@ -42,6 +43,8 @@ pub(crate) struct Built {
     pub(crate) declared: Vec<String>,
     /// The gateway, when the files name upstream servers.
     pub(crate) gateway: Option<std::sync::Arc<toolwright_gateway::Gateway>>,
+    /// The files' `api_keys:`, for `serve --http`.
+    pub(crate) api_keys: Vec<toolwright_http::ApiKey>,
 }
 
 /// What a server is built from: which tools, how they run, what the protocol allows.
@@ -147,6 +150,11 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         .map(|t| t.definition_ref().name.clone())
         .collect();
     config.views = Arc::new(crate::views::views(&servers.views));
+    let api_keys = servers
+        .api_keys
+        .iter()
+        .map(|k| toolwright_http::ApiKey::new(&k.name, k.sha256, k.scopes.clone()))
+        .collect();
     let gateway = gateway_for(&servers, &config, telemetry)?;
     let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&set.fixtures)?
@@ -192,6 +200,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         files,
         declared,
         gateway,
+        api_keys,
     })
 }
 
@@ -312,6 +321,12 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     }
     let server = built.server;
     let gateway = built.gateway;
+    let api_keys = built.api_keys;
+    if a.http.addr.is_none() && !api_keys.is_empty() {
+        tracing::warn!(
+            "the tool files' api_keys apply to `serve --http` only: over stdio the client is whoever started the server"
+        );
+    }
     // Kept alive for as long as the server serves.
     let _watch = if a.no_watch || built.files.is_empty() {
         None
@@ -331,6 +346,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         server.warm_up();
         let mut config = http_config(&a.http, addr)?;
         config.ops_endpoints = !a.http.no_metrics;
+        config.api_keys = api_keys;
         if let Some(g) = &gateway {
             let g = g.clone();
             config.readiness = Some(toolwright_http::Readiness(Arc::new(move || g.problems())));

@@ -11,6 +11,7 @@ mod call_args;
 mod call_cmd;
 mod client_cmd;
 mod commands;
+mod keys_cmd;
 mod lint_cmd;
 mod logging;
 mod trust_cmd;

@@ -2,23 +2,34 @@
 //! ways, never both: a static token compared in constant time
 //! ([`HttpConfig::auth_token`]), or a JWT access token of an authorization server
 //! ([`HttpConfig::jwt`]) checked by a [`Validator`], whose verified [`Identity`] the
-//! request then carries. Only the `Authorization` header counts.
+//! request then carries. Besides either (or alone), named API keys
+//! ([`HttpConfig::api_keys`]): a token whose SHA-256 digest is a key's speaks for
+//! `key:NAME` with the key's scopes. Only the `Authorization` header counts.
 //!
 //! [`HttpConfig::auth_token`]: crate::HttpConfig::auth_token
 //! [`HttpConfig::jwt`]: crate::HttpConfig::jwt
+//! [`HttpConfig::api_keys`]: crate::HttpConfig::api_keys
 
-use crate::config::HttpConfig;
+use crate::config::{ApiKey, HttpConfig};
 use crate::error::Error;
 use crate::guard::Refusal;
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
+use sha2::Digest;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 use toolwright_auth::{Identity, Validator};
 
-/// How requests authenticate.
+/// How requests authenticate: the API keys, then the mode.
 #[derive(Debug)]
-pub(crate) enum Bearer {
+pub(crate) struct Bearer {
+    mode: Mode,
+    keys: Vec<(ApiKey, Arc<Identity>)>,
+}
+
+/// The one way besides API keys.
+#[derive(Debug)]
+enum Mode {
     /// No token needed.
     Open,
     /// This token, compared in constant time.
@@ -48,35 +59,54 @@ pub fn check_auth_token(token: &str) -> Result<(), Error> {
 impl Bearer {
     /// The check `config` asks for; `validator` is the one built for [`HttpConfig::jwt`].
     pub(crate) fn new(config: &HttpConfig, validator: Option<Validator>) -> Result<Bearer, Error> {
-        match (&config.auth_token, validator, &config.jwt) {
+        let keys = config
+            .api_keys
+            .iter()
+            .map(|k| (k.clone(), Arc::new(k.identity())))
+            .collect();
+        let mode = match (&config.auth_token, validator, &config.jwt) {
             (Some(_), _, Some(_)) => Err(Error::config(
                 "--auth-issuer",
                 "a static token (--auth-token-env) and JWT access tokens exclude each other",
             )),
             (Some(t), _, None) => {
                 check_auth_token(t)?;
-                Ok(Bearer::Static(t.as_bytes().to_vec()))
+                Ok(Mode::Static(t.as_bytes().to_vec()))
             }
-            (None, Some(validator), Some(jwt)) => Ok(Bearer::Jwt {
+            (None, Some(validator), Some(jwt)) => Ok(Mode::Jwt {
                 validator,
                 scopes: jwt.scopes.clone(),
             }),
             (None, None, Some(_)) => Err(Error::config("--auth-issuer", "no validator was built")),
-            (None, _, None) => Ok(Bearer::Open),
-        }
+            (None, _, None) => Ok(Mode::Open),
+        }?;
+        Ok(Bearer { mode, keys })
     }
 
     /// True when requests need a bearer token.
     pub(crate) fn required(&self) -> bool {
-        !matches!(self, Bearer::Open)
+        !matches!(self.mode, Mode::Open) || !self.keys.is_empty()
     }
 
-    /// The scopes every request needs (JWT only).
+    /// The scopes every request with a JWT needs.
     pub(crate) fn scopes(&self) -> &[String] {
-        match self {
-            Bearer::Jwt { scopes, .. } => scopes,
+        match &self.mode {
+            Mode::Jwt { scopes, .. } => scopes,
             _ => &[],
         }
+    }
+
+    /// The identity of the API key whose digest is the token's, comparing every digest in
+    /// constant time.
+    fn key(&self, token: &[u8]) -> Option<Arc<Identity>> {
+        let digest = sha2::Sha256::digest(token);
+        let mut found = None;
+        for (key, identity) in &self.keys {
+            if bool::from(key.sha256.ct_eq(digest.as_slice())) {
+                found = Some(identity.clone());
+            }
+        }
+        found
     }
 
     /// Checks the request's token. `Ok(Some)`: the identity a JWT verified. A JWT with its
@@ -86,10 +116,19 @@ impl Bearer {
         &self,
         headers: &HeaderMap,
     ) -> Result<Option<Arc<Identity>>, Refusal> {
-        let expected = match self {
-            Bearer::Open => return Ok(None),
-            Bearer::Static(expected) => expected,
-            Bearer::Jwt { validator, scopes } => {
+        if !self.keys.is_empty() {
+            let token = presented(headers)?;
+            if let Some(identity) = self.key(token) {
+                return Ok(Some(identity));
+            }
+            if matches!(self.mode, Mode::Open) {
+                return Err(Refusal::BadToken);
+            }
+        }
+        let expected = match &self.mode {
+            Mode::Open => return Ok(None),
+            Mode::Static(expected) => expected,
+            Mode::Jwt { validator, scopes } => {
                 let token = presented(headers)?;
                 let token = std::str::from_utf8(token).map_err(|_| Refusal::BadToken)?;
                 return match validator.validate(token).await {
@@ -176,6 +215,65 @@ mod tests {
             (None, Err(Refusal::NoToken));
         }
         assert_eq!(check(&bearer(None), None), Ok(()));
+    }
+
+    #[test]
+    fn api_keys_speak_for_their_names() {
+        let key = |name: &str, secret: &str, scopes: &[&str]| {
+            ApiKey::new(
+                name,
+                sha2::Sha256::digest(secret.as_bytes()).into(),
+                scopes.iter().map(|s| (*s).to_owned()).collect(),
+            )
+        };
+        let run = |b: &Bearer, auth: Option<&str>| {
+            let mut h = HeaderMap::new();
+            if let Some(a) = auth {
+                h.insert(AUTHORIZATION, HeaderValue::from_str(a).unwrap());
+            }
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(b.check(&h))
+                .map(|id| id.map(|i| (i.subject.clone(), i.scopes.clone())))
+        };
+        let keys = vec![
+            key("ci-bot", "k-ci", &["tickets:read"]),
+            key("ops", "k-ops", &[]),
+        ];
+        let alone = Bearer::new(
+            &HttpConfig {
+                api_keys: keys.clone(),
+                ..HttpConfig::default()
+            },
+            None,
+        )
+        .unwrap();
+        let with_static = Bearer::new(
+            &HttpConfig {
+                api_keys: keys,
+                auth_token: Some("s3cret".into()),
+                ..HttpConfig::default()
+            },
+            None,
+        )
+        .unwrap();
+        assert!(alone.required());
+        type Seen = Result<Option<(Option<String>, Vec<String>)>, Refusal>;
+        let ci: Seen = Ok(Some((
+            Some("key:ci-bot".to_owned()),
+            vec!["tickets:read".to_owned()],
+        )));
+        toolwright_testkit::table! { |b: &Bearer, auth: Option<&str>, want: Seen| assert_eq!(run(b, auth), want, "{auth:?}");
+            (&alone, Some("Bearer k-ci"), ci.clone());
+            (&alone, Some("Bearer k-ops"), Ok(Some((Some("key:ops".to_owned()), vec![]))));
+            (&alone, Some("Bearer k-c"), Err(Refusal::BadToken));
+            (&alone, Some("Bearer s3cret"), Err(Refusal::BadToken));
+            (&alone, None, Err(Refusal::NoToken));
+            (&with_static, Some("Bearer k-ci"), ci.clone());
+            (&with_static, Some("Bearer s3cret"), Ok(None));
+            (&with_static, Some("Bearer nope"), Err(Refusal::BadToken));
+        }
     }
 
     #[test]

@@ -15,6 +15,48 @@ impl std::fmt::Debug for Readiness {
     }
 }
 
+/// A named static API key, kept as the SHA-256 digest of its bytes.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApiKey {
+    /// Its name: requests with it speak for `key:NAME`.
+    pub name: String,
+    /// SHA-256 of the key.
+    pub sha256: [u8; 32],
+    /// The scopes it grants.
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("name", &self.name)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiKey {
+    /// A key with these parts.
+    pub fn new(name: &str, sha256: [u8; 32], scopes: Vec<String>) -> ApiKey {
+        ApiKey {
+            name: name.to_owned(),
+            sha256,
+            scopes,
+        }
+    }
+
+    /// Who a request with the key speaks for: subject `key:NAME`, the key's scopes, and
+    /// the claims `sub`, `scope` and `api_key` (its name) as a token would carry them.
+    pub fn identity(&self) -> toolwright_auth::Identity {
+        let mut claims = serde_json::Map::new();
+        claims.insert("sub".into(), format!("key:{}", self.name).into());
+        claims.insert("scope".into(), self.scopes.join(" ").into());
+        claims.insert("api_key".into(), self.name.clone().into());
+        toolwright_auth::Identity::from_claims(claims)
+    }
+}
+
 /// Bearer tokens checked as JWT access tokens of one authorization server (the MCP
 /// authorization spec): its metadata and keys are fetched when the server binds, and every
 /// request to the endpoint (and `/metrics`) needs a token it signed for this resource.
@@ -72,6 +114,9 @@ pub struct HttpConfig {
     /// access token of this authorization server: the server is an OAuth 2.1 protected
     /// resource. Exclusive with [`HttpConfig::auth_token`].
     pub jwt: Option<JwtAuth>,
+    /// Named API keys (by SHA-256 digest), accepted besides [`HttpConfig::auth_token`] or
+    /// [`HttpConfig::jwt`], or alone: a request with one speaks for `key:NAME`.
+    pub api_keys: Vec<ApiKey>,
     /// Authorization servers named in the Protected Resource Metadata (RFC 9728) beside a
     /// static [`HttpConfig::auth_token`] (with [`HttpConfig::jwt`], its issuer is the one).
     pub authorization_servers: Vec<String>,
@@ -140,6 +185,7 @@ impl Default for HttpConfig {
             allowed_hosts: Vec::new(),
             auth_token: None,
             jwt: None,
+            api_keys: Vec::new(),
             authorization_servers: Vec::new(),
             resource_url: None,
             max_sessions: 10_000,

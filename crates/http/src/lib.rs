@@ -173,7 +173,7 @@ mod stream;
 mod streams;
 
 pub use bearer::check_auth_token;
-pub use config::{HttpConfig, JwtAuth, Readiness};
+pub use config::{ApiKey, HttpConfig, JwtAuth, Readiness};
 pub use error::Error;
 pub use listener::{HttpServer, shutdown_signal};
 pub use store::{MemoryStore, SessionStore};

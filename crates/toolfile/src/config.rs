@@ -57,6 +57,8 @@ pub struct GatewayConfig {
     pub files: Vec<PathBuf>,
     /// `views:` of every file, in file order ([`crate::views`]).
     pub views: Vec<crate::views::ViewConfig>,
+    /// `api_keys:` of every file, in file order ([`crate::api_keys`]).
+    pub api_keys: Vec<crate::api_keys::ApiKeyConfig>,
 }
 
 impl Default for GatewayConfig {
@@ -68,6 +70,7 @@ impl Default for GatewayConfig {
             warnings: Vec::new(),
             files: Vec::new(),
             views: Vec::new(),
+            api_keys: Vec::new(),
         }
     }
 }
@@ -207,6 +210,7 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
     read_gateway(docs, &mut config, &mut problems);
     read_all_servers(docs, &mut config, &mut problems);
     crate::views::read(docs, &mut config.views, &mut problems);
+    crate::api_keys::read(docs, &mut config.api_keys, &mut problems);
     check_namespaces(docs, &config, &mut problems);
     if problems.is_empty() {
         Ok(config)

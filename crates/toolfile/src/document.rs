@@ -60,6 +60,8 @@ pub struct Document {
     /// The entries of `sources:`, name and value, in file order (each read into a
     /// [`SourceSpec`](crate::sql::SourceSpec) by the runtime).
     pub sources: Vec<(String, Value)>,
+    /// `api_keys:` as written.
+    pub api_keys: Option<Value>,
 }
 
 impl Document {
@@ -72,15 +74,17 @@ impl Document {
         let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let value = syntax(file, format, body)?;
         check_top_level(file, format, &text, &value)?;
-        let (tools, bare, servers, gateway, (builtins, views), sources) =
+        let (tools, bare, servers, gateway, (builtins, views, api_keys), sources) =
             match serde_json::from_value::<FileSpec>(value) {
-                Ok(FileSpec::Bare(v)) => (v, true, Vec::new(), None, (None, None), Vec::new()),
+                Ok(FileSpec::Bare(v)) => {
+                    (v, true, Vec::new(), None, (None, None, None), Vec::new())
+                }
                 Ok(FileSpec::Tools(f)) => (
                     f.tools,
                     false,
                     f.servers.unwrap_or_default().into_iter().collect(),
                     f.gateway,
-                    (f.builtins, f.views),
+                    (f.builtins, f.views, f.api_keys),
                     f.sources.unwrap_or_default().into_iter().collect(),
                 ),
                 Err(_) => return Err(shape_error(file)),
@@ -96,6 +100,7 @@ impl Document {
             builtins,
             views,
             sources,
+            api_keys,
             index: OnceLock::new(),
         })
     }

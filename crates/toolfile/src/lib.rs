@@ -21,6 +21,8 @@
 //! - [`bound`]: identity-bound arguments (`{claims.sub}`), the one rule of declared and
 //!   gateway tools.
 //! - [`views`]: named sets of the exposed tools (`views:`), read by [`read_config`].
+//! - [`api_keys`]: named static API keys kept as SHA-256 digests (`api_keys:`), read by
+//!   [`read_config`].
 //! - [`json`]: JSON text as a value, a key written twice refused.
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`uri`]: RFC 3986's character classes, as the URL encoders' sets.
@@ -31,6 +33,7 @@
 #[macro_use]
 extern crate toolwright_testkit;
 
+pub mod api_keys;
 pub mod bound;
 pub mod builtins;
 pub mod config;

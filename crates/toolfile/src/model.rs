@@ -32,7 +32,7 @@ impl FileSpec {
 
 /// The members of a file that is a mapping.
 pub const FILE_KEYS: &[&str] = &[
-    "tools", "servers", "gateway", "builtins", "views", "sources",
+    "tools", "servers", "gateway", "builtins", "views", "sources", "api_keys",
 ];
 
 /// `{tools: [...], servers: {...}, gateway: {...}}`: declared tools, upstream servers
@@ -60,6 +60,9 @@ pub struct ToolsFile {
     /// [`crate::sql::SourceSpec`] on its own).
     #[serde(default)]
     pub sources: Option<Map<String, Value>>,
+    /// `api_keys:` as written (read by [`crate::config::read_config`]).
+    #[serde(default)]
+    pub api_keys: Option<Value>,
 }
 
 /// One declared tool: the MCP `Tool` fields, an action and how its output is shaped.

@@ -7,6 +7,7 @@ mod util;
 
 mod auth_bound;
 mod auth_jwt;
+mod auth_keys;
 mod auth_session;
 mod auth_views;
 mod cli;
