@@ -41,6 +41,58 @@ pub(crate) async fn jwks_uri(fetcher: &Fetcher, issuer: &str) -> Result<String, 
     )))
 }
 
+/// What a resource uses of the issuer's metadata.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Endpoints {
+    /// `jwks_uri`, checked.
+    pub jwks_uri: Option<String>,
+    /// `introspection_endpoint` (RFC 8414), checked.
+    pub introspection: Option<String>,
+}
+
+/// The issuer's `jwks_uri` and `introspection_endpoint`, either of which may be missing,
+/// from the first of its metadata documents found.
+///
+/// # Errors
+///
+/// As [`jwks_uri`], except that a document without a `jwks_uri` is not one.
+pub(crate) async fn endpoints(fetcher: &Fetcher, issuer: &str) -> Result<Endpoints, Error> {
+    let checked = url::check("issuer", issuer, true)?;
+    let mut tried = Vec::new();
+    for at in url::metadata_urls(&checked) {
+        let doc = match fetcher.get_json(&at).await {
+            Ok(fetched) => fetched.json,
+            Err(e) => {
+                tried.push(format!("{at}: {e}"));
+                continue;
+            }
+        };
+        let jwks_uri = match read(&doc, issuer, &at) {
+            Ok(uri) => Some(uri),
+            Err(Error::Discovery { reason, .. }) if reason.ends_with("no \"jwks_uri\"") => None,
+            Err(e) => return Err(e),
+        };
+        let introspection = match doc.get("introspection_endpoint").and_then(Value::as_str) {
+            Some(u) => {
+                url::check("introspection_endpoint", u, false).map_err(|e| Error::Discovery {
+                    issuer: issuer.to_owned(),
+                    reason: format!("{at}: {e}"),
+                })?;
+                Some(u.to_owned())
+            }
+            None => None,
+        };
+        return Ok(Endpoints {
+            jwks_uri,
+            introspection,
+        });
+    }
+    Err(Error::Discovery {
+        issuer: issuer.to_owned(),
+        reason: format!("no metadata document was found ({})", tried.join("; ")),
+    })
+}
+
 /// The `jwks_uri` of a metadata document (fetched from `at`), once its `issuer` is `issuer`.
 fn read(doc: &Value, issuer: &str, at: &str) -> Result<String, Error> {
     let fail = |why: String| Error::Discovery {

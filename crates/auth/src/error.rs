@@ -86,6 +86,9 @@ pub enum Error {
         /// The audiences accepted.
         expected: Vec<String>,
     },
+    /// The authorization server says the token is not active (RFC 7662 introspection).
+    #[error("the authorization server says the token is not active")]
+    Inactive,
     /// The issuer's keys could not be fetched, so the token could not be checked.
     #[error("the authorization server could not be reached at {url}: {reason}")]
     IssuerUnreachable {

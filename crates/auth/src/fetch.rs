@@ -1,9 +1,9 @@
-//! The one kind of request this crate makes: a GET of a JSON document (metadata, a JWKS)
-//! over toolwright-net's pooled client, bounded in time and size, with the answer's
-//! `Cache-Control: max-age`.
+//! The two kinds of request this crate makes, over toolwright-net's pooled client, bounded
+//! in time and size: a GET of a JSON document (metadata, a JWKS), with the answer's
+//! `Cache-Control: max-age`, and a form POST answered with JSON (token introspection).
 
 use http_body_util::{BodyExt, Limited};
-use hyper::header::{ACCEPT, CACHE_CONTROL, HeaderMap};
+use hyper::header::{ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 use std::time::Duration;
 use toolwright_net::{AddressPolicy, Connector, Pool, tls};
@@ -29,13 +29,15 @@ pub(crate) enum FetchError {
     Status(u16),
     /// A 200 whose body is not JSON.
     NotJson(String),
+    /// An answer other than 200, with a JSON body (a POST's).
+    StatusWith(u16, Value),
 }
 
 impl std::fmt::Display for FetchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FetchError::Unreachable(why) => f.write_str(why),
-            FetchError::Status(s) => write!(f, "answered HTTP {s}"),
+            FetchError::Status(s) | FetchError::StatusWith(s, _) => write!(f, "answered HTTP {s}"),
             FetchError::NotJson(why) => write!(f, "the answer is not JSON: {why}"),
         }
     }
@@ -66,6 +68,42 @@ impl Fetcher {
             .header(ACCEPT, "application/json")
             .body(String::new())
             .map_err(|e| FetchError::Unreachable(format!("cannot build the request: {e}")))?;
+        self.json(request, true).await
+    }
+
+    /// POSTs the form `body` to `url` (checked by the caller), with `authorization` as the
+    /// `Authorization` header when given. Any status is answered with its JSON body, as
+    /// `(status, body)`.
+    pub async fn post_form(
+        &self,
+        url: &str,
+        body: String,
+        authorization: Option<&str>,
+    ) -> Result<(u16, Value), FetchError> {
+        let mut request = hyper::Request::post(url)
+            .header(ACCEPT, "application/json")
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(a) = authorization {
+            request = request.header(AUTHORIZATION, a);
+        }
+        let request = request
+            .body(body)
+            .map_err(|e| FetchError::Unreachable(format!("cannot build the request: {e}")))?;
+        match self.json(request, false).await {
+            Ok(f) => Ok((200, f.json)),
+            Err(FetchError::StatusWith(status, json)) => Ok((status, json)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sends `request` and reads its JSON answer; with `only_ok`, any status but 200 is
+    /// [`FetchError::Status`], else a JSON body of another status is
+    /// [`FetchError::StatusWith`].
+    async fn json(
+        &self,
+        request: hyper::Request<String>,
+        only_ok: bool,
+    ) -> Result<Fetched, FetchError> {
         let work = async {
             let response = self
                 .pool
@@ -73,7 +111,7 @@ impl Fetcher {
                 .await
                 .map_err(|e| FetchError::Unreachable(error_chain(&e)))?;
             let status = response.status().as_u16();
-            if status != 200 {
+            if status != 200 && only_ok {
                 return Err(FetchError::Status(status));
             }
             let max_age = max_age(response.headers());
@@ -82,8 +120,16 @@ impl Fetcher {
                 .await
                 .map_err(|e| FetchError::Unreachable(format!("reading the answer: {e}")))?
                 .to_bytes();
-            let json =
-                serde_json::from_slice(&body).map_err(|e| FetchError::NotJson(e.to_string()))?;
+            let json = serde_json::from_slice(&body).map_err(|e| {
+                if status == 200 {
+                    FetchError::NotJson(e.to_string())
+                } else {
+                    FetchError::Status(status)
+                }
+            })?;
+            if status != 200 {
+                return Err(FetchError::StatusWith(status, json));
+            }
             Ok(Fetched { json, max_age })
         };
         tokio::time::timeout(self.timeout, work)

@@ -37,6 +37,8 @@
 //! - `validate.rs`: [`Validator`] and its [`Settings`]: header, key, signature, claims.
 //! - `verified.rs`: tokens already verified by the current keys, so a client's next call
 //!   with the same token checks only its times (bounded; forgotten when the keys change).
+//! - `introspect.rs`: opaque tokens asked about at the issuer's introspection endpoint
+//!   (RFC 7662, [`Introspection`]), the answers kept for a minute at most.
 //! - `identity.rs`: [`Identity`], what a verified token says (subject, scopes, client,
 //!   every claim).
 //! - `error.rs`: [`Error`], one variant per reason a token is refused.
@@ -46,6 +48,7 @@ mod discovery;
 mod error;
 mod fetch;
 mod identity;
+mod introspect;
 mod jwks;
 #[cfg(test)]
 mod stand_in;
@@ -56,5 +59,6 @@ mod verified;
 pub use cache::Refresh;
 pub use error::Error;
 pub use identity::Identity;
+pub use introspect::Introspection;
 pub use url::metadata_paths;
 pub use validate::{Settings, Validator};

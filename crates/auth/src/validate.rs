@@ -8,6 +8,7 @@ use crate::discovery;
 use crate::error::Error;
 use crate::fetch::Fetcher;
 use crate::identity::Identity;
+use crate::introspect::{Introspection, Introspector};
 use crate::jwks::{Alg, Key, Lookup};
 use crate::verified::Verified;
 use base64::Engine as _;
@@ -36,6 +37,9 @@ pub struct Settings {
     /// How connections are opened. `None`: any address (the operator named the issuer)
     /// and the webpki roots.
     pub connector: Option<Connector>,
+    /// Opaque tokens too, by RFC 7662 introspection: a token that is not a JWT (or every
+    /// token, when the issuer publishes no keys) is asked about.
+    pub introspection: Option<Introspection>,
 }
 
 impl Settings {
@@ -48,6 +52,7 @@ impl Settings {
             refresh: Refresh::default(),
             timeout: Duration::from_secs(10),
             connector: None,
+            introspection: None,
         }
     }
 }
@@ -63,8 +68,9 @@ struct Inner {
     issuer: String,
     audiences: Vec<String>,
     leeway: u64,
-    jwks_uri: String,
-    cache: Arc<KeyCache>,
+    jwks_uri: Option<String>,
+    cache: Option<Arc<KeyCache>>,
+    introspector: Option<Introspector>,
     /// Tokens already verified with the current keys.
     verified: Verified,
 }
@@ -79,19 +85,55 @@ impl Validator {
     /// [`Error::IssuerUnreachable`] or [`Error::Jwks`] when the keys cannot be had.
     pub async fn discover(settings: Settings) -> Result<Validator, Error> {
         let fetcher = Fetcher::new(settings.connector.clone(), settings.timeout);
-        let jwks_uri = discovery::jwks_uri(&fetcher, &settings.issuer).await?;
-        let cache = KeyCache::load(jwks_uri.clone(), fetcher, settings.refresh).await?;
-        Ok(Validator::with_cache(settings, jwks_uri, cache))
+        let Some(introspection) = settings.introspection.clone() else {
+            let jwks_uri = discovery::jwks_uri(&fetcher, &settings.issuer).await?;
+            let cache = KeyCache::load(jwks_uri.clone(), fetcher, settings.refresh).await?;
+            return Ok(Validator::with_cache(settings, jwks_uri, cache));
+        };
+        // With introspection the keys are optional: an issuer of opaque tokens has none.
+        let found = discovery::endpoints(&fetcher, &settings.issuer).await?;
+        let endpoint = introspection
+            .endpoint
+            .clone()
+            .or(found.introspection)
+            .ok_or_else(|| Error::Discovery {
+                issuer: settings.issuer.clone(),
+                reason: "its metadata names no introspection_endpoint (name one instead)".into(),
+            })?;
+        crate::url::check("introspection endpoint", &endpoint, false)?;
+        let cache = match &found.jwks_uri {
+            Some(uri) => Some(Arc::new(
+                KeyCache::load(uri.clone(), fetcher.clone(), settings.refresh).await?,
+            )),
+            None => None,
+        };
+        let introspector = Introspector::new(endpoint, introspection.client.as_ref(), fetcher);
+        Ok(Validator::with_parts(
+            settings,
+            found.jwks_uri,
+            cache,
+            Some(introspector),
+        ))
     }
 
     fn with_cache(settings: Settings, jwks_uri: String, cache: KeyCache) -> Validator {
+        Validator::with_parts(settings, Some(jwks_uri), Some(Arc::new(cache)), None)
+    }
+
+    fn with_parts(
+        settings: Settings,
+        jwks_uri: Option<String>,
+        cache: Option<Arc<KeyCache>>,
+        introspector: Option<Introspector>,
+    ) -> Validator {
         Validator {
             inner: Arc::new(Inner {
                 issuer: settings.issuer,
                 audiences: settings.audiences,
                 leeway: settings.leeway.as_secs(),
                 jwks_uri,
-                cache: Arc::new(cache),
+                cache,
+                introspector,
                 verified: Verified::default(),
             }),
         }
@@ -102,14 +144,19 @@ impl Validator {
         &self.inner.issuer
     }
 
-    /// The JWKS URL the issuer's metadata named.
-    pub fn jwks_uri(&self) -> &str {
-        &self.inner.jwks_uri
+    /// The JWKS URL the issuer's metadata named (none: opaque tokens only, introspected).
+    pub fn jwks_uri(&self) -> Option<&str> {
+        self.inner.jwks_uri.as_deref()
+    }
+
+    /// The introspection endpoint, when opaque tokens are introspected.
+    pub fn introspection_endpoint(&self) -> Option<&str> {
+        self.inner.introspector.as_ref().map(Introspector::endpoint)
     }
 
     /// How many times the JWKS was fetched.
     pub fn jwks_fetches(&self) -> u64 {
-        self.inner.cache.fetches()
+        self.inner.cache.as_ref().map_or(0, |c| c.fetches())
     }
 
     /// Checks `token` (the bearer token as presented). With its key cached this completes
@@ -122,8 +169,20 @@ impl Validator {
     /// [`Error::IssuerUnreachable`] (and [`Error::Jwks`]) when a refresh it needed failed.
     pub async fn validate(&self, token: &str) -> Result<Arc<Identity>, Error> {
         let inner = &self.inner;
-        inner.cache.refresh_if_stale();
-        let (generation, keys) = inner.cache.current();
+        if let Some(introspector) = &inner.introspector
+            && (inner.cache.is_none() || token.split('.').count() != 3)
+        {
+            return introspector
+                .check(token, &inner.issuer, &inner.audiences, inner.leeway, now())
+                .await;
+        }
+        let Some(cache) = &inner.cache else {
+            return Err(Error::Malformed {
+                reason: "the issuer publishes no keys",
+            });
+        };
+        cache.refresh_if_stale();
+        let (generation, keys) = cache.current();
         // A token this key set already verified is not verified again (its times are).
         if let Some(identity) = inner.verified.get(token, generation, now(), inner.leeway) {
             return Ok(identity);
@@ -135,10 +194,10 @@ impl Validator {
             Lookup::Missing => {}
         }
         drop(keys);
-        if !inner.cache.refresh_for_miss(generation).await? {
+        if !cache.refresh_for_miss(generation).await? {
             return Err(Error::UnknownKey { kid });
         }
-        let (generation, keys) = inner.cache.current();
+        let (generation, keys) = cache.current();
         match keys.lookup(kid.as_deref(), alg) {
             Lookup::Found(key) => self.verify(token, key, generation, now()),
             Lookup::Mismatch(key_alg) => Err(mismatch(kid, alg, key_alg)),

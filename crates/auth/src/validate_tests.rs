@@ -97,6 +97,7 @@ fn kind(e: &Error) -> &'static str {
         Error::NotYetValid { .. } => "not yet",
         Error::WrongIssuer { .. } => "issuer",
         Error::WrongAudience { .. } => "audience",
+        Error::Inactive => "inactive",
         Error::IssuerUnreachable { .. } => "unreachable",
         Error::BadUrl { .. } | Error::Discovery { .. } | Error::Jwks { .. } => "setup",
     }
@@ -225,6 +226,8 @@ async fn a_verified_token_is_remembered_until_the_keys_change() {
     let other = ed25519("k2");
     v.inner
         .cache
+        .as_ref()
+        .unwrap()
         .replace(KeySet::parse(&json!({"keys": [other.jwk]})).unwrap());
     assert!(matches!(
         v.validate(&token).await,

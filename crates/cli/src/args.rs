@@ -371,6 +371,22 @@ pub struct HttpArgs {
         requires = "auth_issuer"
     )]
     pub auth_leeway: u64,
+    /// Accept opaque access tokens too, asking the issuer about each (RFC 7662
+    /// introspection, at its metadata's `introspection_endpoint`); an answer is kept a
+    /// minute at most.
+    #[arg(long, requires = "auth_issuer")]
+    pub auth_introspect: bool,
+    /// The introspection endpoint, when the issuer's metadata names none (implies
+    /// --auth-introspect).
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub auth_introspection_endpoint: Option<String>,
+    /// This server's client id at the issuer, sent (HTTP Basic, with
+    /// --auth-client-secret-env) with each introspection request.
+    #[arg(long, value_name = "ID", requires = "auth_client_secret_env")]
+    pub auth_client_id: Option<String>,
+    /// The environment variable holding the client secret of --auth-client-id.
+    #[arg(long, value_name = "VAR", requires = "auth_client_id")]
+    pub auth_client_secret_env: Option<String>,
     /// Most legacy sessions at once.
     #[arg(long, value_name = "N", default_value_t = 10_000, requires = "addr")]
     pub max_sessions: usize,

@@ -546,6 +546,25 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
         }
         None => None,
     };
+    let client = match (&a.auth_client_id, &a.auth_client_secret_env) {
+        (Some(id), Some(var)) => {
+            let secret = std::env::var(var)
+                .with_context(|| format!("--auth-client-secret-env: reading ${var}"))?;
+            Some((id.clone(), secret))
+        }
+        _ => None,
+    };
+    if client.is_some() && !(a.auth_introspect || a.auth_introspection_endpoint.is_some()) {
+        anyhow::bail!(
+            "--auth-client-id: the client credentials are for introspection (--auth-introspect)"
+        );
+    }
+    let introspection = (a.auth_introspect || a.auth_introspection_endpoint.is_some()).then(|| {
+        toolwright_http::Introspection {
+            endpoint: a.auth_introspection_endpoint.clone(),
+            client,
+        }
+    });
     Ok(toolwright_http::HttpConfig {
         addr: addr.to_owned(),
         stateless: a.stateless,
@@ -560,6 +579,7 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
                 audience: a.auth_audience.clone(),
                 scopes: a.auth_scopes.clone(),
                 leeway: Duration::from_secs(a.auth_leeway),
+                introspection: introspection.clone(),
                 ..toolwright_http::JwtAuth::new(issuer.clone())
             }),
         authorization_servers: a.authorization_servers.clone(),

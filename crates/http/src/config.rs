@@ -73,6 +73,8 @@ pub struct JwtAuth {
     pub scopes: Vec<String>,
     /// How far a token's `exp` and `nbf` may be off. Default 60 s.
     pub leeway: Duration,
+    /// Opaque tokens too, asked about at the issuer's introspection endpoint (RFC 7662).
+    pub introspection: Option<toolwright_auth::Introspection>,
 }
 
 impl JwtAuth {
@@ -83,6 +85,7 @@ impl JwtAuth {
             audience: None,
             scopes: Vec::new(),
             leeway: Duration::from_secs(60),
+            introspection: None,
         }
     }
 }

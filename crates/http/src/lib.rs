@@ -178,3 +178,4 @@ pub use error::Error;
 pub use listener::{HttpServer, shutdown_signal};
 pub use store::{MemoryStore, SessionStore};
 pub use toolwright_auth::Identity;
+pub use toolwright_auth::Introspection;

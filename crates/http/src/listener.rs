@@ -306,6 +306,7 @@ async fn authorization(
     let audience = jwt.audience.clone().unwrap_or_else(|| resource.to_owned());
     let mut settings = toolwright_auth::Settings::new(jwt.issuer.clone(), audience);
     settings.leeway = jwt.leeway;
+    settings.introspection = jwt.introspection.clone();
     let validator = toolwright_auth::Validator::discover(settings)
         .await
         .map_err(|source| Error::Authorization {
@@ -314,8 +315,9 @@ async fn authorization(
         })?;
     tracing::info!(
         issuer = %jwt.issuer,
-        jwks_uri = %validator.jwks_uri(),
-        "bearer tokens are checked as JWT access tokens of the issuer"
+        jwks_uri = validator.jwks_uri().unwrap_or("none"),
+        introspection = validator.introspection_endpoint().unwrap_or("off"),
+        "bearer tokens are checked as access tokens of the issuer"
     );
     Ok(Some(validator))
 }

@@ -6,6 +6,7 @@
 mod util;
 
 mod auth_bound;
+mod auth_introspect;
 mod auth_jwt;
 mod auth_keys;
 mod auth_session;
