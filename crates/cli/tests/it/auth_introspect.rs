@@ -1,6 +1,7 @@
 //! Opaque access tokens checked by RFC 7662 introspection, against a real authorization
 //! server: the official TypeScript SDK's example one (its in-memory demo provider, pinned in
-//! `tests/node`), with the SDK's own client and an OAuth provider in front. The client is
+//! `tests/node`), with the SDK's own client and an OAuth provider in front, then the
+//! official Python SDK's client with its `OAuthClientProvider` (`tests/peers`). The client is
 //! refused (401), finds the resource's metadata, registers, is authorized, gets an opaque
 //! token, and lists and calls tools with it; toolwright asks the server about the token.
 //! A made-up token and the same token at a resource of another audience are refused.
@@ -116,4 +117,35 @@ fn the_ts_sdk_client_is_authorized_by_the_sdk_example_server_and_its_token_intro
     let other = serve(&auth, &["--auth-audience", "https://other.example/mcp"]);
     let r = list_with(&other, Some(token));
     assert_eq!(r.status, 401, "{}", r.text());
+
+    // The Python SDK's client and OAuth provider, through the same flow.
+    let peers = crate::client::peers_dir();
+    let python = peers.join(".venv/bin/python");
+    let Some(argv) = crate::client::available(
+        "the Python SDK (tests/peers/.venv)",
+        vec![python.display().to_string()],
+        &[],
+    ) else {
+        return;
+    };
+    let out = Command::new(&argv[0])
+        .arg(peers.join("py_oauth_client.py"))
+        .arg(s.url())
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "the Python SDK client failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        seen["tools"].as_array().unwrap().contains(&json!("add")),
+        "{seen}"
+    );
+    assert_eq!(seen["result"]["structuredContent"], json!({"result": 5}));
+    let py_token = seen["token"].as_str().unwrap();
+    assert_ne!(py_token, token, "a token of its own");
+    assert_eq!(list_with(&s, Some(py_token)).status, 200);
 }
