@@ -247,6 +247,10 @@ pub struct ServeArgs {
     /// (off by default: they may hold secrets).
     #[arg(long, value_name = "BYTES")]
     pub capture_bytes: Option<usize>,
+    /// Over stdio, serve the tool files' view NAME (by default the view named `default`
+    /// when there is one, else every tool).
+    #[arg(long, value_name = "NAME", conflicts_with = "addr")]
+    pub view: Option<String>,
 }
 
 /// Why a value of `--http` is not an address to listen on.

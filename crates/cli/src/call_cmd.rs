@@ -35,6 +35,7 @@ pub(crate) fn call(a: CallArgs) -> Result<ExitCode> {
         protocol: &crate::args::defaults(),
         telemetry: None,
         exposed: false,
+        stdio_view: None,
     })?;
     // The gateway runs the upstreams' connections: it lives until the call is answered,
     // and closes its upstreams however this returns.

@@ -56,6 +56,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
     /// Served over HTTP on an address other than loopback.
     pub(crate) exposed: bool,
+    /// `serve --view NAME`: the view of the stdio session.
+    pub(crate) stdio_view: Option<&'a str>,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -127,6 +129,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         protocol: p,
         telemetry,
         exposed,
+        stdio_view,
     } = settings;
     let mut config = server_config(a, p, telemetry)?;
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
@@ -150,6 +153,18 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         .map(|t| t.definition_ref().name.clone())
         .collect();
     config.views = Arc::new(crate::views::views(&servers.views));
+    if let Some(name) = stdio_view {
+        if config.views.named(name).is_none() {
+            anyhow::bail!(
+                "--view {name:?}: the tool files have no such view (they have: {})",
+                match config.views.names() {
+                    names if names.is_empty() => "none".to_owned(),
+                    names => names.join(", "),
+                }
+            );
+        }
+        config.stdio_view = Some((*name).to_owned());
+    }
     let api_keys = servers
         .api_keys
         .iter()
@@ -313,6 +328,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         protocol: &a.protocol,
         telemetry: observed.then(|| toolwright_server::telemetry::Telemetry::with(settings)),
         exposed: a.http.addr.as_deref().is_some_and(beyond_loopback),
+        stdio_view: a.view.as_deref(),
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -630,6 +646,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         protocol: &crate::args::defaults(),
         telemetry: None,
         exposed: false,
+        stdio_view: None,
     })?
     .server;
     let defs = definitions(&server);

@@ -53,6 +53,10 @@ pub struct Config {
     /// Named sets of tools a transport gives its sessions ([`crate::view`]); none, the
     /// default: every session sees every tool.
     pub views: std::sync::Arc<crate::view::Views>,
+    /// The view a stdio session gets, by name (whatever its `when`: whoever started the
+    /// process chose it). `None`: the view named `default` if there is one, else every
+    /// tool.
+    pub stdio_view: Option<String>,
 }
 
 impl Default for Config {
@@ -73,6 +77,7 @@ impl Default for Config {
             max_listens_per_session: 16,
             telemetry: None,
             views: std::sync::Arc::default(),
+            stdio_view: None,
         }
     }
 }

@@ -292,7 +292,7 @@ pub fn serve_stdio_on(server: &Server, runtime: &tokio::runtime::Handle) -> io::
     let (mut input, output) = stdio_files()?;
     let writer = Arc::new(LineWriter::new(output));
     let sink: Arc<dyn Outbound> = Arc::new(writer.clone());
-    let session = server.new_session(sink.clone());
+    let session = stdio_session(server, sink.clone());
     let tracker = TaskTracker::new();
     let (reads, mut handed) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     let handler = {
@@ -478,7 +478,7 @@ fn serve_with<R: Read, W: Write + Send + 'static>(
     let mut entered = runtime.existing().map(tokio::runtime::Handle::enter);
     let writer = Arc::new(LineWriter::new(output));
     let sink: Arc<dyn Outbound> = Arc::new(writer.clone());
-    let session = server.new_session(sink.clone());
+    let session = stdio_session(server, sink.clone());
     let tracker = TaskTracker::new();
     let mut decoder = LineDecoder::new(server.config().limits.max_bytes);
     // The read buffer starts small (a client that sends one message at a time never fills
@@ -610,4 +610,17 @@ fn drain(
             .block_on(async { tokio::time::timeout(Duration::from_secs(1), tracker.wait()).await });
     }
     session.close();
+}
+
+/// The one session of a stdio connection, with a view when there is one for it: the one
+/// `stdio_view` names, else the view named `default`. Without either the session sees every
+/// tool: whoever started the process is the only caller.
+fn stdio_session(server: &Server, sink: Arc<dyn Outbound>) -> Arc<Session> {
+    let session = server.new_session(sink);
+    let config = server.config();
+    let name = config.stdio_view.as_deref().unwrap_or("default");
+    if let Some(view) = config.views.named(name) {
+        session.set_view(view.clone());
+    }
+    session
 }

@@ -183,6 +183,16 @@ impl Views {
             .filter(|v| v.admits(caller))
     }
 
+    /// The view named `name`, whoever calls.
+    pub fn named(&self, name: &str) -> Option<&Arc<View>> {
+        self.views.iter().find(|v| v.name == name)
+    }
+
+    /// The names of the views, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.views.iter().map(|v| v.name.as_str()).collect()
+    }
+
     /// The view of a request to the main path: the first whose `when` admits `caller`,
     /// else the view named `default`, else [`View::empty`].
     pub fn choose(&self, caller: Option<&Caller>) -> &Arc<View> {

@@ -257,3 +257,62 @@ fn resources_and_prompts_follow_the_view() {
         read("test://zz-none").replace("test://zz-none", "test://static-binary")
     );
 }
+
+/// Over stdio (no token, one caller: whoever started the process): the view named
+/// `default` when there is one, every tool when there is none, and `--view NAME` for any
+/// view, its `when` aside; a name the files do not have is refused at start.
+#[test]
+fn stdio_serves_the_default_view_or_the_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = |config: &str, extra: &[&str]| {
+        let file = dir.path().join("views.yaml");
+        std::fs::write(&file, config).unwrap();
+        let mut args = vec!["--config", file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut s = crate::util::Server::legacy("2025-06-18", &args);
+        let r = s.request("tools/list", json!({}));
+        let mut names: Vec<String> = r["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        // Outside the view, a call is an unknown tool's.
+        let call = s.request(
+            "tools/call",
+            json!({"name": "multiply", "arguments": {"a": 2, "b": 3}}),
+        );
+        (
+            names,
+            call["result"]["isError"] == true || call["error"].is_object(),
+        )
+    };
+    let with_default = format!("{CONFIG}  default:\n    include: [add]\n");
+    assert_eq!(names(&with_default, &[]), (vec!["add".to_owned()], true));
+    assert_eq!(
+        names(CONFIG, &[]),
+        (
+            vec!["add".to_owned(), "echo".to_owned(), "multiply".to_owned()],
+            false
+        )
+    );
+    assert_eq!(
+        names(CONFIG, &["--view", "writer"]),
+        (vec!["echo".to_owned(), "multiply".to_owned()], false)
+    );
+    let file = dir.path().join("views.yaml");
+    let out = crate::util::run_cli(&[
+        "serve",
+        "--config",
+        file.to_str().unwrap(),
+        "--view",
+        "nope",
+    ]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("--view \"nope\"") && text.contains("reader, writer, ops"),
+        "{text}"
+    );
+}
