@@ -383,7 +383,7 @@ pub struct HttpArgs {
     /// The introspection endpoint, when the issuer's metadata names none (implies
     /// --auth-introspect).
     #[arg(long, value_name = "URL", requires = "auth_issuer")]
-    pub auth_introspection_endpoint: Option<String>,
+    pub auth_introspect_url: Option<String>,
     /// This server's client id at the issuer, sent (HTTP Basic, with
     /// --auth-client-secret-env) with each introspection request.
     #[arg(long, value_name = "ID", requires = "auth_client_secret_env")]

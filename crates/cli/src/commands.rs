@@ -570,14 +570,14 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
         }
         _ => None,
     };
-    if client.is_some() && !(a.auth_introspect || a.auth_introspection_endpoint.is_some()) {
+    if client.is_some() && !(a.auth_introspect || a.auth_introspect_url.is_some()) {
         anyhow::bail!(
             "--auth-client-id: the client credentials are for introspection (--auth-introspect)"
         );
     }
-    let introspection = (a.auth_introspect || a.auth_introspection_endpoint.is_some()).then(|| {
+    let introspection = (a.auth_introspect || a.auth_introspect_url.is_some()).then(|| {
         toolwright_http::Introspection {
-            endpoint: a.auth_introspection_endpoint.clone(),
+            endpoint: a.auth_introspect_url.clone(),
             client,
         }
     });

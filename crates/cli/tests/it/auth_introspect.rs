@@ -60,7 +60,7 @@ fn serve(auth: &AuthServer, extra: &[&str]) -> HttpServer {
     let mut args = vec![
         "--auth-issuer",
         auth.issuer.as_str(),
-        "--auth-introspection-endpoint",
+        "--auth-introspect-url",
         endpoint.as_str(),
     ];
     args.extend_from_slice(extra);
