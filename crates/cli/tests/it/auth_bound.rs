@@ -169,3 +169,69 @@ tools:
     );
     assert!(!text.contains("desk"), "{text}");
 }
+
+#[test]
+fn a_gateway_fixed_argument_bound_to_the_token_reaches_the_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = dir.path().join("up.yaml");
+    std::fs::write(
+        &upstream,
+        r#"builtins: []
+tools:
+  - name: whoami
+    description: Print the name it is given.
+    inputSchema: {type: object, properties: {who: {type: string}, note: {type: string}}, required: [who]}
+    command: [echo, "who={who}"]
+"#,
+    )
+    .unwrap();
+    let gateway = dir.path().join("gw.yaml");
+    std::fs::write(
+        &gateway,
+        format!(
+            r#"builtins: []
+servers:
+  up:
+    command: [{bin:?}, serve, --config, {up:?}]
+    trust: trusted
+    tools:
+      whoami:
+        arguments: {{who: "{{claims.sub}}"}}
+"#,
+            bin = crate::util::bin().display().to_string(),
+            up = upstream.display().to_string()
+        ),
+    )
+    .unwrap();
+    let key = es256("ec-1");
+    let issuer = Issuer::start(&[&key]);
+    let s = start(&issuer, &["--config", gateway.to_str().unwrap()]);
+    let token = |sub: &str| mint(&key, &claims(&s, &issuer.url, json!({"sub": sub})));
+
+    let list = send(&s, Some(&token("alice")), "tools/list", json!({}));
+    let tool = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "up__whoami")
+        .unwrap_or_else(|| panic!("{list}"))
+        .clone();
+    assert!(
+        tool["inputSchema"]["properties"].get("who").is_none(),
+        "{tool}"
+    );
+    for sub in ["alice", "bob"] {
+        assert_eq!(
+            call_tool(&s, Some(&token(sub)), "up__whoami", json!({})),
+            (false, format!("who={sub}"))
+        );
+    }
+    let (is_error, text) = call_tool(
+        &s,
+        Some(&token("alice")),
+        "up__whoami",
+        json!({"who": "bob"}),
+    );
+    assert!(is_error, "{text}");
+    assert!(!text.contains("who=bob"), "{text}");
+}
