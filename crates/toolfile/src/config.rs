@@ -59,6 +59,8 @@ pub struct GatewayConfig {
     pub views: Vec<crate::views::ViewConfig>,
     /// `api_keys:` of every file, in file order ([`crate::api_keys`]).
     pub api_keys: Vec<crate::api_keys::ApiKeyConfig>,
+    /// `limits:` of the files, if one sets it ([`crate::limits`]).
+    pub limits: Option<crate::limits::LimitsConfig>,
 }
 
 impl Default for GatewayConfig {
@@ -71,6 +73,7 @@ impl Default for GatewayConfig {
             files: Vec::new(),
             views: Vec::new(),
             api_keys: Vec::new(),
+            limits: None,
         }
     }
 }
@@ -191,7 +194,7 @@ impl NameFilter {
     }
 }
 
-/// Reads the `servers:`, `gateway:` and `views:` of every document, all or nothing: the servers of
+/// Reads the `servers:`, `gateway:`, `views:` and `limits:` of every document, all or nothing: the servers of
 /// every file (a name used twice is refused, naming both places), each checked, no two with
 /// one prefix, no declared tool inside a server's namespace.
 ///
@@ -211,6 +214,7 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
     read_all_servers(docs, &mut config, &mut problems);
     crate::views::read(docs, &mut config.views, &mut problems);
     crate::api_keys::read(docs, &mut config.api_keys, &mut problems);
+    config.limits = crate::limits::read(docs, &config.views, &mut problems);
     check_namespaces(docs, &config, &mut problems);
     if problems.is_empty() {
         Ok(config)

@@ -23,6 +23,8 @@
 //! - [`views`]: named sets of the exposed tools (`views:`), read by [`read_config`].
 //! - [`api_keys`]: named static API keys kept as SHA-256 digests (`api_keys:`), read by
 //!   [`read_config`].
+//! - [`limits`]: calls a minute and in flight per caller and tool (`limits:`), read by
+//!   [`read_config`].
 //! - [`json`]: JSON text as a value, a key written twice refused.
 //! - [`document`]: reading a file and placing problems in it (`locate`).
 //! - [`uri`]: RFC 3986's character classes, as the URL encoders' sets.
@@ -42,6 +44,7 @@ pub mod error;
 pub mod fill;
 pub mod input;
 pub mod json;
+pub mod limits;
 mod locate;
 pub mod model;
 pub mod paths;

@@ -32,7 +32,7 @@ impl FileSpec {
 
 /// The members of a file that is a mapping.
 pub const FILE_KEYS: &[&str] = &[
-    "tools", "servers", "gateway", "builtins", "views", "sources", "api_keys",
+    "tools", "servers", "gateway", "builtins", "views", "limits", "sources", "api_keys",
 ];
 
 /// `{tools: [...], servers: {...}, gateway: {...}}`: declared tools, upstream servers
@@ -56,6 +56,9 @@ pub struct ToolsFile {
     /// `views:` as written (read by [`crate::config::read_config`]).
     #[serde(default)]
     pub views: Option<Value>,
+    /// `limits:` as written (read by [`crate::config::read_config`]).
+    #[serde(default)]
+    pub limits: Option<Value>,
     /// `sources:`: the databases `sql` tools name (each read into a
     /// [`crate::sql::SourceSpec`] on its own).
     #[serde(default)]
