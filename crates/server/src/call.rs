@@ -437,6 +437,10 @@ impl Server {
                 ));
             }
             Ok(Err(ToolError::Internal(m))) => return internal(format!("tool {name} failed: {m}")),
+            Ok(Err(ToolError::Denied(why))) => {
+                let r = CallToolResult::error(why);
+                return Some(reply::call_result(id, era, &r).refused(reply::Refused::Policy));
+            }
             Ok(Err(
                 e
                 @ (ToolError::Failed(_) | ToolError::InvalidArguments(_) | ToolError::NotFound(_)),

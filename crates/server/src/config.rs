@@ -57,6 +57,9 @@ pub struct Config {
     /// process chose it). `None`: the view named `default` if there is one, else every
     /// tool.
     pub stdio_view: Option<String>,
+    /// Limits on `tools/call` per caller and per tool ([`crate::limit`]); none, the
+    /// default: no limit.
+    pub call_limits: Option<std::sync::Arc<crate::limit::Limits>>,
 }
 
 impl Default for Config {
@@ -78,6 +81,7 @@ impl Default for Config {
             telemetry: None,
             views: std::sync::Arc::default(),
             stdio_view: None,
+            call_limits: None,
         }
     }
 }

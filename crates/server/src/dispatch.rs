@@ -121,7 +121,7 @@ impl Server {
                     t.start(observe::call_operation(t, session, &id, &params, known))
                 });
                 let handle = || {
-                    self.tools_call(session, &id, params, sink)
+                    self.gated_call(session, &id, params, sink)
                         .unwrap_or_else(|e| Handled::error(&id, e))
                 };
                 match observation {
@@ -268,7 +268,7 @@ impl Server {
         let reply = match method {
             Method::ToolsCall => {
                 let p: CallToolParams = parse_required(params)?;
-                return self.tools_call(session, id, p, sink);
+                return self.gated_call(session, id, p, sink);
             }
             Method::Initialize => self.initialize(session, id, params)?,
             Method::Ping => self.ping(id)?,

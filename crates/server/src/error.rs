@@ -25,6 +25,10 @@ pub enum ToolError {
     /// era's not-found error rather than an internal one.
     #[error("not found: {0}")]
     NotFound(String),
+    /// The call is not allowed (an operator's policy); the text says why. The client sees
+    /// it as `Failed`, and the audit trail records the call as denied by policy.
+    #[error("{0}")]
+    Denied(String),
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,

@@ -59,6 +59,11 @@
 //!   notification when [`Config::telemetry`] is set (spans of `tracing`, the
 //!   `toolwright-telemetry` instruments, the trace context tools pass on).
 //! - [`roots`]: the roots a call may use (the server's, narrowed by the client's).
+//! - [`limit`]: [`Limits`], per caller and per tool (a token bucket and a cap on calls in
+//!   flight), counted in this process or in a shared store.
+//! - `gate.rs`: the one place every `tools/call` passes first (from [`dispatch`]): the view,
+//!   the limits, then the call, and one audit line ([`AUDIT_TARGET`]) and one
+//!   [`Decision`] counter for each.
 //! - [`config`], [`error`].
 
 mod call;
@@ -71,7 +76,9 @@ pub mod dispatch;
 mod dispatch_catalog;
 pub mod era;
 pub mod error;
+mod gate;
 mod lifecycle;
+pub mod limit;
 mod listen;
 pub mod mrtr;
 mod observe;
@@ -91,7 +98,9 @@ pub use context::ToolContext;
 pub use dispatch::{Ambient, Inbound};
 pub use era::Era;
 pub use error::{ClientRequestError, RegisterError, ToolError};
-pub use reply::{Handled, Outcome, Reply, ReplyFuture, Spent};
+pub use gate::{AUDIT_TARGET, Decision};
+pub use limit::Limits;
+pub use reply::{Handled, Outcome, Refused, Reply, ReplyFuture, Spent};
 pub use server::{Event, Server};
 pub use session::{Discard, Negotiated, Outbound, Session};
 pub use stdio::{serve_io, serve_stdio, serve_stdio_lazy, serve_stdio_on};

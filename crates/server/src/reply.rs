@@ -34,7 +34,22 @@ pub struct Reply {
     tool_error: bool,
     /// An error reply's message (telemetry's span status description).
     error_message: Option<Box<str>>,
+    /// Why the call was refused before or instead of running, when it was.
+    refused: Option<Refused>,
     spent: Option<Spent>,
+}
+
+/// Why a `tools/call` was refused: the reply is a tool error either way, and a transport
+/// that can say when to come back (HTTP's `Retry-After`) reads it here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The tool's standing forbids the call (the gateway's policy).
+    Policy,
+    /// A limit ([`crate::limit`]): try again after this many seconds.
+    Limit {
+        /// Whole seconds, at least 1.
+        retry_after: u64,
+    },
 }
 
 impl std::fmt::Debug for Reply {
@@ -54,6 +69,7 @@ impl Reply {
             outcome: Outcome::Result,
             tool_error: false,
             error_message: None,
+            refused: None,
             spent: None,
         }
     }
@@ -75,6 +91,7 @@ impl Reply {
             outcome: Outcome::Error(error.code),
             tool_error: false,
             error_message: Some(error.message.as_str().into()),
+            refused: None,
             spent: None,
         }
     }
@@ -82,6 +99,25 @@ impl Reply {
     /// A -32603 reply to `id`.
     pub(crate) fn internal(id: &RequestId, message: String) -> Reply {
         Reply::error(Some(id), &ErrorObject::internal(message))
+    }
+
+    /// The reply marked as a refusal.
+    pub(crate) fn refused(mut self, why: Refused) -> Reply {
+        self.refused = Some(why);
+        self
+    }
+
+    /// Why the call was refused, when it was (a limit's refusal carries when to retry).
+    pub fn refusal(&self) -> Option<Refused> {
+        self.refused
+    }
+
+    /// Seconds after which a refused call may be tried again (HTTP's `Retry-After`).
+    pub fn retry_after(&self) -> Option<u64> {
+        match self.refused {
+            Some(Refused::Limit { retry_after }) => Some(retry_after),
+            _ => None,
+        }
     }
 
     pub(crate) fn with_spent(mut self, spent: Spent) -> Reply {

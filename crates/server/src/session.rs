@@ -86,6 +86,8 @@ pub struct Session {
     caller: OnceLock<Arc<Caller>>,
     /// The view the session was given (none: every tool).
     view: OnceLock<Arc<View>>,
+    /// The address of the client that opened it (none over stdio).
+    address: OnceLock<std::net::IpAddr>,
 }
 
 impl Session {
@@ -108,6 +110,7 @@ impl Session {
             observed: Mutex::new(None),
             caller: OnceLock::new(),
             view: OnceLock::new(),
+            address: OnceLock::new(),
         })
     }
 
@@ -122,6 +125,17 @@ impl Session {
     /// to any other is answered as a call to an unknown tool. Only the first call counts.
     pub fn set_view(&self, view: Arc<View>) -> bool {
         self.view.set(view).is_ok()
+    }
+
+    /// Records the address of the client that opened the session (limits key an anonymous
+    /// caller by it). Only the first call counts.
+    pub fn set_address(&self, address: std::net::IpAddr) {
+        let _ = self.address.set(address);
+    }
+
+    /// The address [`Session::set_address`] recorded.
+    pub fn address(&self) -> Option<std::net::IpAddr> {
+        self.address.get().copied()
     }
 
     /// The view [`Session::set_view`] gave.

@@ -145,6 +145,14 @@ impl Telemetry {
         SessionGuard::new(self.clone(), protocol_version, transport)
     }
 
+    /// Counts one `tools/call` decision (`allowed`, `denied_view`, `denied_policy`,
+    /// `denied_limit`) in `toolwright_tool_decisions_total`, labelled by tool (`_OTHER` for a
+    /// tool the server does not have: `known` false) and view (`""` for none). Callers are
+    /// never labels, so the series stay bounded by the config.
+    pub fn decision(&self, tool: &str, known: bool, view: Option<&str>, decision: &'static str) {
+        self.metrics.decision(tool, known, view, decision);
+    }
+
     /// Sessions open now.
     pub fn live_sessions(&self) -> i64 {
         self.metrics.live_sessions.get()

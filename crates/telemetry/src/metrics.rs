@@ -3,6 +3,7 @@
 use crate::client::Peer;
 use crate::observe::{Operation, Outcome, Side, Target, Transport};
 use crate::{DURATION_BUCKETS, MAX_LABEL_NAME, OTHER, process::Process};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
@@ -25,6 +26,7 @@ pub(crate) struct Metrics {
     client_operations: Family<Labels, Histogram, fn() -> Histogram>,
     client_sessions: Family<Labels, Histogram, fn() -> Histogram>,
     pub(crate) live_sessions: Gauge,
+    decisions: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -68,8 +70,15 @@ impl Metrics {
             "MCP sessions open now (legacy sessions past initialize)",
             live_sessions.clone(),
         );
+        let decisions: Family<Labels, Counter> = Family::default();
+        registry.register(
+            "toolwright_tool_decisions",
+            "tools/call requests by what the gate decided: allowed, denied_view (outside the caller's view or unknown), denied_policy, denied_limit",
+            decisions.clone(),
+        );
         registry.register_collector(Box::new(Process::new()));
         Metrics {
+            decisions,
             registry,
             operations,
             sessions,
@@ -126,6 +135,21 @@ impl Metrics {
             Side::Client => &self.client_operations,
         };
         family.get_or_create(&labels).observe(seconds);
+    }
+
+    pub(crate) fn decision(
+        &self,
+        tool: &str,
+        known: bool,
+        view: Option<&str>,
+        decision: &'static str,
+    ) {
+        let labels: Labels = vec![
+            ("tool", name_label(tool, known)),
+            ("view", Cow::Owned(view.unwrap_or("").to_owned())),
+            ("decision", Cow::Borrowed(decision)),
+        ];
+        self.decisions.get_or_create(&labels).inc();
     }
 
     pub(crate) fn session(&self, version: Option<&'static str>, transport: Transport, s: f64) {
