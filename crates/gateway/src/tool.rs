@@ -103,7 +103,8 @@ impl UpstreamTool {
 
     async fn run(&self, args: Value, ctx: ToolContext) -> Result<CallToolResult, ToolError> {
         if let Standing::Refused(why) = &self.tool.standing {
-            return failed(why.clone());
+            // A tool error to the client, and a policy denial in the audit trail.
+            return Err(ToolError::Denied(why.clone()));
         }
         let mut args = match args {
             Value::Object(m) => m,

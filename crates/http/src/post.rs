@@ -28,7 +28,9 @@ use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
 use toolwright_protocol::{Method, ProtocolVersion};
 use toolwright_server::era::{self, Claim};
 use toolwright_server::telemetry::Transport;
-use toolwright_server::{Ambient, Caller, Handled, Inbound, Outbound, Outcome, Session, View};
+use toolwright_server::{
+    Ambient, Caller, Handled, Inbound, Outbound, Outcome, Reply, Session, View,
+};
 
 /// POST: the body checked and read, its era claimed, then handled in that era.
 pub(crate) async fn post(
@@ -249,6 +251,32 @@ fn new_cell(shared: &Shared, accepts: Accepts) -> (Arc<Cell>, Arc<dyn Outbound>)
 /// A reply that is the whole answer: JSON, or a one-event stream for a client that accepts
 /// only `text/event-stream`. Error statuses (a modern 400 or 404) always carry JSON.
 fn reply_only(status: StatusCode, line: Vec<u8>, accepts: Accepts) -> Response<Body> {
+    reply_retry(status, line, accepts, None)
+}
+
+/// [`reply_only`] for a reply the server typed: a call refused by a limit says when to
+/// retry in `Retry-After` (the body is still the tool error result, on 200).
+fn reply_response(status: StatusCode, reply: Reply, accepts: Accepts) -> Response<Body> {
+    let retry = reply.retry_after();
+    reply_retry(status, reply.into_line(), accepts, retry)
+}
+
+/// [`reply_only`], with `Retry-After: SECONDS` when `retry_after` is set.
+fn reply_retry(
+    status: StatusCode,
+    line: Vec<u8>,
+    accepts: Accepts,
+    retry_after: Option<u64>,
+) -> Response<Body> {
+    let mut r = reply_whole(status, line, accepts);
+    if let Some(secs) = retry_after {
+        r.headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
+}
+
+fn reply_whole(status: StatusCode, line: Vec<u8>, accepts: Accepts) -> Response<Body> {
     if accepts.json || status != StatusCode::OK {
         json(status, line)
     } else {
@@ -350,7 +378,7 @@ async fn modern_post(
         Handled::Reply(reply) => {
             if cell.decided().is_none() {
                 let status = modern_status(reply.outcome());
-                return reply_only(status, reply.into_line(), to.accepts);
+                return reply_response(status, reply, to.accepts);
             }
             cell.finish_reply(Some(reply));
             stream_response(shared, to.client, cell, None, None, None, false)
@@ -380,7 +408,8 @@ async fn modern_post(
                 && let Some(line) = cell.take_only_reply()
             {
                 let outcome = cell.outcome().unwrap_or(Outcome::Result);
-                return reply_only(modern_status(outcome), line, to.accepts);
+                let retry = cell.retry_after();
+                return reply_retry(modern_status(outcome), line, to.accepts, retry);
             }
             if !to.accepts.sse {
                 // Finished without a reply (cancelled): nothing to send.
@@ -460,6 +489,8 @@ async fn legacy_post(
         cell.set_closable();
     }
     let roots_changed = inbound.method() == Some(Method::RootsListChanged);
+    // A session another replica opened is counted by the address of its first request here.
+    hs.mcp.set_address(to.addr.ip());
     let handled = traced(shared, &hs.mcp, inbound, &sink, (headers, &to));
     shared.sessions.save(&hs, roots_changed).await;
     let session = hs.mcp.clone();
@@ -602,7 +633,7 @@ async fn answer_without_stream(
         Handled::Nothing => cell.finish(None),
         Handled::Reply(reply) => {
             if cell.decided().is_none() {
-                return Some(reply_only(StatusCode::OK, reply.into_line(), to.accepts));
+                return Some(reply_response(StatusCode::OK, reply, to.accepts));
             }
             cell.finish_reply(Some(reply));
         }
@@ -621,7 +652,8 @@ async fn answer_without_stream(
         match cell.decided() {
             Some(true) => {
                 if let Some(line) = cell.take_only_reply() {
-                    return Some(reply_only(StatusCode::OK, line, to.accepts));
+                    let retry = cell.retry_after();
+                    return Some(reply_retry(StatusCode::OK, line, to.accepts, retry));
                 }
                 break;
             }
@@ -639,6 +671,7 @@ fn bind(session: &Session, to: &Peer<'_>) {
     if let Some(c) = to.caller {
         session.set_caller(c.clone());
     }
+    session.set_address(to.addr.ip());
     if let Some(v) = to.view {
         session.set_view(v.clone());
     }

@@ -52,6 +52,8 @@ struct State {
     replied: bool,
     /// What the reply said, when it came typed.
     outcome: Option<Outcome>,
+    /// The reply's `Retry-After` (a call refused by a limit).
+    retry_after: Option<u64>,
     /// Keep delivered messages for replay.
     retain: bool,
     /// Most messages held at once.
@@ -106,6 +108,7 @@ impl Cell {
                 finished: false,
                 replied: false,
                 outcome: None,
+                retry_after: None,
                 retain,
                 capacity: capacity.max(1),
                 ticket: 0,
@@ -162,7 +165,9 @@ impl Cell {
     /// [`Cell::finish`] with a reply from the server, whose outcome is kept for the status.
     pub(crate) fn finish_reply(&self, reply: Option<Reply>) {
         if let Some(r) = &reply {
-            self.lock().outcome = Some(r.outcome());
+            let mut s = self.lock();
+            s.outcome = Some(r.outcome());
+            s.retry_after = r.retry_after();
         }
         self.finish(reply.map(Reply::into_line));
     }
@@ -170,6 +175,11 @@ impl Cell {
     /// The outcome of the reply given to [`Cell::finish_reply`].
     pub(crate) fn outcome(&self) -> Option<Outcome> {
         self.lock().outcome
+    }
+
+    /// The `Retry-After` of the reply given to [`Cell::finish_reply`].
+    pub(crate) fn retry_after(&self) -> Option<u64> {
+        self.lock().retry_after
     }
 
     /// Where the first message of a POST stands: `Some(true)` when the stream is nothing but
