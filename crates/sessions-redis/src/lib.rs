@@ -18,11 +18,15 @@
 //! back is used again without a restart; the subscription reconnects on its own.
 //!
 //! Layout: this file holds the store (its keys, Lua scripts and the [`SessionStore`]
-//! implementation); [`error`] holds the error of [`RedisStore::open`].
+//! implementation); [`limits`] holds [`RedisLimits`], the `limits:` buckets and in-flight
+//! counts shared by replicas (`tw:l:*` keys); [`error`] holds the error of
+//! [`RedisStore::open`].
 
 pub mod error;
+pub mod limits;
 
 pub use error::Error;
+pub use limits::RedisLimits;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, Client, RedisError};
 use std::sync::Mutex;
