@@ -240,11 +240,13 @@ pub struct ServeArgs {
     pub http: HttpArgs,
     /// How log lines on stderr are written: `text`, or `json` (one object a line, with the
     /// trace and span ids of the request being handled, and a line for each request and
-    /// notification; the default level is then info).
+    /// notification; the default level is then info). Each tool call also writes an audit
+    /// line (target `toolwright::audit`: caller, view, tool, decision, outcome, duration);
+    /// in text, `TOOLWRIGHT_LOG=toolwright::audit=info` shows them.
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
-    /// Record each tool call's arguments and result in its log line, cut to BYTES each
-    /// (off by default: they may hold secrets).
+    /// Record each tool call's arguments and result in its log line and its audit line, cut
+    /// to BYTES each (off by default: they may hold secrets).
     #[arg(long, value_name = "BYTES")]
     pub capture_bytes: Option<usize>,
     /// Over stdio, serve the tool files' view NAME (by default the view named `default`
@@ -316,8 +318,9 @@ pub struct HttpArgs {
     #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "addr")]
     pub session_idle_timeout: u64,
     /// Keep legacy sessions, their event logs and server-to-client requests in Redis
-    /// (redis://HOST:PORT/DB), so replicas sharing it serve each other's sessions
-    /// [default: in this process].
+    /// (redis://HOST:PORT/DB), so replicas sharing it serve each other's sessions, and the
+    /// counts of the tool file's `limits:` there, so they share one budget [default: in this
+    /// process].
     #[arg(
         long,
         value_name = "URL",

@@ -36,6 +36,7 @@ pub(crate) fn call(a: CallArgs) -> Result<ExitCode> {
         telemetry: None,
         exposed: false,
         stdio_view: None,
+        shared_limits: None,
     })?;
     // The gateway runs the upstreams' connections: it lives until the call is answered,
     // and closes its upstreams however this returns.

@@ -58,6 +58,9 @@ pub(crate) struct Settings<'a> {
     pub(crate) exposed: bool,
     /// `serve --view NAME`: the view of the stdio session.
     pub(crate) stdio_view: Option<&'a str>,
+    /// Where `limits:` are counted when replicas share them (`--session-store`); none: in
+    /// this process.
+    pub(crate) shared_limits: Option<Arc<dyn toolwright_server::limit::Counters>>,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -130,6 +133,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         telemetry,
         exposed,
         stdio_view,
+        shared_limits,
     } = settings;
     let mut config = server_config(a, p, telemetry)?;
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
@@ -170,6 +174,11 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         .iter()
         .map(|k| toolwright_http::ApiKey::new(&k.name, k.sha256, k.scopes.clone()))
         .collect();
+    config.call_limits = crate::limits::limits(
+        servers.limits.as_ref(),
+        shared_limits.clone(),
+        config.call_timeout,
+    );
     let gateway = gateway_for(&servers, &config, telemetry)?;
     let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&set.fixtures)?
@@ -329,6 +338,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         telemetry: observed.then(|| toolwright_server::telemetry::Telemetry::with(settings)),
         exposed: a.http.addr.as_deref().is_some_and(beyond_loopback),
         stdio_view: a.view.as_deref(),
+        shared_limits: shared_limits(&a.http)?,
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -613,10 +623,28 @@ fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> 
     })
 }
 
+/// Where `limits:` are counted when `--session-store` names a Redis: there too, on a
+/// connection of their own.
+fn shared_limits(a: &HttpArgs) -> Result<Option<Arc<dyn toolwright_server::limit::Counters>>> {
+    Ok(redis_store(a)?.map(|store| {
+        let limits: Arc<dyn toolwright_server::limit::Counters> =
+            Arc::new(toolwright_sessions_redis::RedisLimits::new(store));
+        limits
+    }))
+}
+
 /// The shared session store `--session-store` names.
 fn session_store(
     a: &HttpArgs,
 ) -> Result<Option<std::sync::Arc<dyn toolwright_http::SessionStore>>> {
+    Ok(redis_store(a)?.map(|store| {
+        let store: Arc<dyn toolwright_http::SessionStore> = Arc::new(store);
+        store
+    }))
+}
+
+/// A client of the Redis `--session-store` names (nothing connects yet).
+fn redis_store(a: &HttpArgs) -> Result<Option<toolwright_sessions_redis::RedisStore>> {
     let Some(url) = &a.session_store else {
         return Ok(None);
     };
@@ -626,7 +654,7 @@ fn session_store(
     let store = toolwright_sessions_redis::RedisStore::open(url)
         .map_err(|e| anyhow::anyhow!("--session-store: {e}"))?
         .with_timeout(Duration::from_millis(a.session_store_timeout.max(1)));
-    Ok(Some(std::sync::Arc::new(store)))
+    Ok(Some(store))
 }
 
 pub(crate) fn definitions(server: &Server) -> Vec<ToolDefinition> {
@@ -647,6 +675,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         telemetry: None,
         exposed: false,
         stdio_view: None,
+        shared_limits: None,
     })?
     .server;
     let defs = definitions(&server);

@@ -12,6 +12,7 @@ mod call_cmd;
 mod client_cmd;
 mod commands;
 mod keys_cmd;
+mod limits;
 mod lint_cmd;
 mod logging;
 mod trust_cmd;
