@@ -42,6 +42,8 @@ mod http_security;
 mod http_shared;
 mod http_strict;
 mod https;
+mod limits;
+mod limits_shared;
 mod lint;
 mod lint_loader;
 mod logs;
