@@ -1,5 +1,6 @@
 //! One suite, two stores: every test runs against `MemoryStore` and against
-//! `RedisStore` on a real `redis-server` of its own.
+//! `RedisStore` on a real `redis-server` of its own; and `RedisLimits`, the limits' counts
+//! in Redis, on one.
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
@@ -274,4 +275,66 @@ fn bad_urls_are_refused() {
         "{e}"
     );
     assert!(e.to_string().contains("http://nope"), "{e}");
+}
+
+/// `limits:` counted in Redis: the bucket shared by two stores (two replicas), and a slot
+/// whose release is lost (a replica that died mid-call) freed once its lease ends.
+#[tokio::test]
+async fn redis_limits_share_a_bucket_and_end_lost_slots() {
+    use toolwright_server::limit::{Admission, Bounds, Counters};
+    use toolwright_sessions_redis::RedisLimits;
+    if !redis_server::available() {
+        return;
+    }
+    let server = RedisServer::start();
+    let replica = || RedisLimits::new(RedisStore::open(&server.url()).unwrap());
+    let (a, b) = (replica(), replica());
+    let rate = Bounds {
+        per_ms: Some(1.0 / 60_000.0),
+        burst: 3,
+        concurrent: None,
+        lease: Duration::from_secs(60),
+    };
+    let mut allowed = 0;
+    for store in [&a, &b, &a, &b, &a] {
+        match store.admit("sub:alice\u{1f}add", &rate).await.unwrap() {
+            Admission::Allowed(_) => allowed += 1,
+            Admission::RateLimited { retry_after } => {
+                assert!(retry_after > Duration::from_secs(55), "{retry_after:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(allowed, 3, "one bucket of three for both replicas");
+
+    let cap = Bounds {
+        per_ms: None,
+        burst: 1,
+        concurrent: Some(1),
+        lease: Duration::from_millis(300),
+    };
+    let key = "sub:bob\u{1f}slow";
+    let Admission::Allowed(slot) = a.admit(key, &cap).await.unwrap() else {
+        panic!("the first call has a slot");
+    };
+    // Its replica dies: the slot is never given back.
+    std::mem::forget(slot);
+    assert!(matches!(
+        b.admit(key, &cap).await.unwrap(),
+        Admission::TooMany { max: 1 }
+    ));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let Admission::Allowed(slot) = b.admit(key, &cap).await.unwrap() else {
+        panic!("the lease ended, so the slot is free");
+    };
+    // Given back (in the background) when dropped.
+    drop(slot);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match a.admit(key, &cap).await.unwrap() {
+            Admission::Allowed(_) => break,
+            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => panic!("the slot was not given back: {other:?}"),
+        }
+    }
 }
