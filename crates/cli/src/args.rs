@@ -44,6 +44,8 @@ pub enum Command {
     Trust(crate::trust_cmd::TrustArgs),
     /// Print the `api_keys:` entry of a key (its SHA-256 digest): from stdin, or --generate.
     HashKey(crate::keys_cmd::HashKeyArgs),
+    /// Write a tool file to review from another description of an API (`import openapi SPEC`).
+    Import(crate::import_cmd::ImportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
 }

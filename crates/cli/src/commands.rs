@@ -23,6 +23,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::List(a) => crate::client_cmd::list(a),
         Command::Trust(a) => crate::trust_cmd::run(a),
         Command::HashKey(a) => crate::keys_cmd::run(a),
+        Command::Import(a) => crate::import_cmd::run(a),
         Command::Completions(a) => {
             let mut out = Vec::new();
             crate::args::completions(a.shell, &mut out);

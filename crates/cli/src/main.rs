@@ -13,6 +13,7 @@ mod client_cmd;
 mod commands;
 mod keys_cmd;
 mod limits;
+mod import_cmd;
 mod lint_cmd;
 mod logging;
 mod trust_cmd;
