@@ -36,9 +36,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 # Pinned npm projects: the TypeScript SDK clients (1.32.2 and 2.4), the reference servers (peers), the
-# MCP Bundle CLI (packaging/mcpb, for scripts/bundle.sh), and the
+# OpenAPI descriptions the importer is tested on (tests/openapi), the MCP Bundle CLI
+# (packaging/mcpb, for scripts/bundle.sh), and the
 # official conformance suite (which `npm ci` cannot install: see tests/conformance).
-for dir in tests/node tests/peers packaging/mcpb; do
+for dir in tests/node tests/peers tests/openapi packaging/mcpb; do
   if [ -f "$dir/package-lock.json" ]; then
     log "npm ci in $dir"
     npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error

@@ -44,6 +44,7 @@ mod http_strict;
 mod https;
 mod limits;
 mod limits_shared;
+mod import_openapi;
 mod lint;
 mod lint_loader;
 mod logs;
