@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../fuzz"
 secs=${1:-900}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(envelope dispatch http schema search_pattern toolfile template config_merge sql)
+[ ${#targets[@]} -gt 0 ] || targets=(envelope dispatch http schema search_pattern toolfile template config_merge sql openapi)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 cargo +nightly fuzz build
 for t in "${targets[@]}"; do

@@ -18,6 +18,9 @@
 //! - [`toolfile`]: one tool file (YAML, JSON or TOML, the first byte says) parsed and put
 //!   through the loader's checks: problems placed inside the text, parsing deterministic.
 //! - [`template`]: templates parsed and filled with arbitrary values and environment.
+//! - [`openapi`]: bytes read as an OpenAPI description (JSON or YAML) and imported with no
+//!   loader for other documents: never a panic, and the written file reads back with the
+//!   tools the import made.
 //! - [`config_merge`]: two or three files of mixed formats checked as one set: every problem
 //!   placed in the file it names, the outcome the same in either order.
 //! - [`sql`]: the `sql` action's statement checks and parameter binding: a statement that
@@ -40,8 +43,10 @@ use toolwright_tools::arith::{Add, Multiply};
 use toolwright_tools::search_files::SearchFiles;
 
 mod files;
+mod openapi;
 mod sql;
 pub use files::{config_merge, template, toolfile};
+pub use openapi::openapi;
 pub use sql::sql;
 
 /// The envelope reader, the id recovery and the line decoder.
@@ -324,4 +329,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("template", template),
     ("config_merge", config_merge),
     ("sql", sql),
+    ("openapi", openapi),
 ];

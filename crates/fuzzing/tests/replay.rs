@@ -55,6 +55,11 @@ fn replay(target: &str) {
 }
 
 #[test]
+fn openapi() {
+    replay("openapi");
+}
+
+#[test]
 fn envelope() {
     replay("envelope");
 }
