@@ -401,6 +401,34 @@ mod tests {
     }
 
     #[test]
+    fn a_parameter_carrying_the_credentials_is_sent_from_the_environment() {
+        let doc = json!({"openapi": "3.0.0", "info": {"title": "Keys", "version": "1"},
+            "servers": [{"url": "https://a.example"}], "security": [{"k": []}],
+            "components": {"securitySchemes": {"k": {"type": "apiKey", "in": "query", "name": "key"}}},
+            "paths": {"/invoices": {"get": {"operationId": "listInvoices", "summary": "List the invoices of the account",
+                "parameters": [{"name": "key", "in": "query", "schema": {"type": "string"}},
+                               {"name": "q", "in": "query", "description": "Text to find.", "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "ok"}}}}}});
+        let spec =
+            Spec::with_root(Location::File("a.json".into()), doc, &crate::FilesOnly).unwrap();
+        let got = import(&spec, &Options::default()).unwrap();
+        assert_eq!(got.skipped, Vec::new());
+        let tool = &got.tools[0];
+        assert_eq!(tool["name"], "list_invoices");
+        assert_eq!(
+            tool["http"]["query"],
+            json!({"q": "{q}", "key": "${KEYS_K}"})
+        );
+        let props: Vec<&String> = tool["inputSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(props, ["q"]);
+        assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    }
+
+    #[test]
     fn names_are_unique() {
         let mut taken = BTreeSet::new();
         assert_eq!(unique_name("list_pets", &mut taken), "list_pets");

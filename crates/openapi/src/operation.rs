@@ -249,12 +249,16 @@ fn parameter(
     if place == "header" && IGNORED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
         return Ok(());
     }
+    // A parameter that carries the credentials is sent from the environment instead.
     if place == "header"
         && auth
             .headers
             .iter()
             .any(|(h, _)| h.eq_ignore_ascii_case(name))
     {
+        return Ok(());
+    }
+    if place == "query" && auth.query.iter().any(|(q, _)| q == name) {
         return Ok(());
     }
     if !matches!(place, "path" | "query" | "header") {
