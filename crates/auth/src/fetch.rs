@@ -109,7 +109,7 @@ impl Fetcher {
                 .pool
                 .send(request)
                 .await
-                .map_err(|e| FetchError::Unreachable(error_chain(&e)))?;
+                .map_err(|e| FetchError::Unreachable(toolwright_net::error_chain(&e)))?;
             let status = response.status().as_u16();
             if status != 200 && only_ok {
                 return Err(FetchError::Status(status));
@@ -141,18 +141,6 @@ impl Fetcher {
                 )))
             })
     }
-}
-
-/// An error and its sources, one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// `max-age` of the `Cache-Control` headers (`no-store` and `no-cache` count as 0).

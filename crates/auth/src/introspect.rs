@@ -194,21 +194,7 @@ fn check_claims(
             expected: issuer.to_owned(),
         });
     }
-    let found: Vec<String> = match claims.get("aud") {
-        Some(Value::String(a)) => vec![a.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    };
-    if !found.iter().any(|a| audiences.contains(a)) {
-        return Err(Error::WrongAudience {
-            found,
-            expected: audiences.to_vec(),
-        });
-    }
+    crate::validate::check_audience(claims, audiences)?;
     Ok(exp.map_or(now + KEEP_SECS, |e| e.min(now + KEEP_SECS)))
 }
 

@@ -261,21 +261,7 @@ impl Validator {
                 expected: inner.issuer.clone(),
             });
         }
-        let aud: Vec<String> = match claims.get("aud") {
-            Some(Value::String(a)) => vec![a.clone()],
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            _ => Vec::new(),
-        };
-        if !aud.iter().any(|a| inner.audiences.contains(a)) {
-            return Err(Error::WrongAudience {
-                found: aud,
-                expected: inner.audiences.clone(),
-            });
-        }
+        check_audience(claims, &inner.audiences)?;
         Ok(exp)
     }
 }
@@ -349,3 +335,27 @@ fn header(token: &str) -> Result<(Alg, Option<String>), Error> {
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;
+
+/// `aud` of verified claims (a string or an array of them) must name one of `accepted`.
+pub(crate) fn check_audience(
+    claims: &Map<String, Value>,
+    accepted: &[String],
+) -> Result<(), Error> {
+    let found: Vec<String> = match claims.get("aud") {
+        Some(Value::String(a)) => vec![a.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if found.iter().any(|a| accepted.contains(a)) {
+        Ok(())
+    } else {
+        Err(Error::WrongAudience {
+            found,
+            expected: accepted.to_vec(),
+        })
+    }
+}

@@ -93,3 +93,16 @@ pub enum CaProblem {
         source: rustls::Error,
     },
 }
+
+/// An error and its sources, on one line (`outer: inner: innermost`), as a log line or a
+/// message to the user wants the reason a request failed.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

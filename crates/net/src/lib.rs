@@ -32,7 +32,7 @@ pub mod resolve;
 pub mod tls;
 
 pub use addr::{AddrClass, Classified, classify};
-pub use error::{CaProblem, Error};
+pub use error::{CaProblem, Error, error_chain};
 pub use http::{Conn, Connector, Pool, closed_before_answer, pooled};
 pub use policy::{AddressPolicy, is_localhost};
 pub use programs::on_path;

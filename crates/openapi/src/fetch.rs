@@ -48,26 +48,38 @@ impl NetLoader {
         Ok(NetLoader { runtime, pool })
     }
 
-    async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
+    /// GETs `url`; on failure, why (the caller names the location).
+    async fn get(&self, url: &str) -> Result<Vec<u8>, Why> {
         let request = hyper::Request::get(url)
             .header(
                 hyper::header::ACCEPT,
                 "application/json, application/yaml;q=0.9, */*;q=0.5",
             )
             .body(String::new())
-            .map_err(|e| format!("cannot build the request: {e}"))?;
-        let response = self.pool.send(request).await.map_err(|e| chain(&e))?;
+            .map_err(|e| Why(format!("cannot build the request: {e}")))?;
+        let response = self
+            .pool
+            .send(request)
+            .await
+            .map_err(|e| Why(toolwright_net::error_chain(&e)))?;
         let status = response.status().as_u16();
         if status != 200 {
-            return Err(format!("answered HTTP {status}"));
+            return Err(Why(format!("answered HTTP {status}")));
         }
         let body = Limited::new(response.into_body(), MAX_BYTES)
             .collect()
             .await
-            .map_err(|e| format!("reading the answer (at most {MAX_BYTES} bytes): {e}"))?;
+            .map_err(|e| {
+                Why(format!(
+                    "reading the answer (at most {MAX_BYTES} bytes): {e}"
+                ))
+            })?;
         Ok(body.to_bytes().to_vec())
     }
 }
+
+/// Why a GET gave no document, before the location is named.
+struct Why(String);
 
 impl Loader for NetLoader {
     fn load(&self, location: &Location) -> Result<Vec<u8>, Error> {
@@ -79,24 +91,12 @@ impl Loader for NetLoader {
                     async { tokio::time::timeout(FETCH_TIMEOUT, self.get(u.as_str())).await };
                 self.runtime
                     .block_on(work)
-                    .unwrap_or_else(|_| Err(format!("no answer within {FETCH_TIMEOUT:?}")))
-                    .map_err(|reason| Error::Fetch {
+                    .unwrap_or_else(|_| Err(Why(format!("no answer within {FETCH_TIMEOUT:?}"))))
+                    .map_err(|Why(reason)| Error::Fetch {
                         location: u.to_string(),
                         reason,
                     })
             }
         }
     }
-}
-
-/// An error and its sources, one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
