@@ -245,6 +245,9 @@ pub fn problems(spec: &SqlSpec, engine: Engine, read_only: bool) -> Vec<String> 
             spec.params.len()
         ));
     }
+    if read_only && engine == Engine::Postgres && scan.words.contains("SET_CONFIG") {
+        out.push("readOnlyHint: true, but the statement calls set_config, which can change the session a read-only tool's connection keeps; a read-only tool does not set settings".to_owned());
+    }
     if read_only && scan.writes() {
         out.push(format!(
             "readOnlyHint: true, but the statement is a writing one ({}); it would be refused in the read-only transaction every call runs in",
@@ -372,6 +375,8 @@ mod tests {
             ("delete from t where id = $1", &["id"], Engine::Postgres, true, &["writing one (DELETE)"]);
             ("delete from t where id = $1", &["id"], Engine::Postgres, false, &[]);
             ("select 1; select 2", &[], Engine::Sqlite, false, &["more than one statement"]);
+            ("select set_config('default_transaction_read_only', 'off', false)", &[], Engine::Postgres, true, &["calls set_config"]);
+            ("select set_config('x.y', $1, true)", &["v"], Engine::Postgres, false, &[]);
         }
     }
 }

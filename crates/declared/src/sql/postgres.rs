@@ -1,6 +1,8 @@
 //! PostgreSQL with tokio-postgres: a small pool of connections, each statement prepared once
-//! per connection, every call in its own transaction (`READ ONLY` for a read-only tool) with
-//! `SET LOCAL statement_timeout`, sent with the statement and `COMMIT` in one round trip.
+//! per connection, every call in a transaction of its own: a read-only tool's the implicit
+//! one of its request on a session set read-only (`default_transaction_read_only`) with the
+//! tool's `statement_timeout`, a writing tool's between `BEGIN` (with `SET LOCAL
+//! statement_timeout`) and `COMMIT`; one round trip either way.
 //! Rows past a limit are not kept, and a read-only statement still sending them is cancelled
 //! and its connection dropped. At the deadline (or when the call is cancelled) a cancel
 //! request goes to the server and the connection is dropped; a task of its own sends the
@@ -27,10 +29,15 @@ use toolwright_toolfile::template::Template;
 /// `statement_timeout` normally ends it first).
 const CLIENT_GRACE: Duration = Duration::from_millis(500);
 
-/// A connection and the statements prepared on it.
+/// A connection, the statements prepared on it and its session's settings as last set
+/// (`None`: not known, so set again before the next statement).
 struct Conn {
     client: Client,
     prepared: HashMap<String, Statement>,
+    /// `default_transaction_read_only`.
+    read_only: Option<bool>,
+    /// `statement_timeout`, in milliseconds.
+    timeout_ms: Option<u128>,
 }
 
 /// A PostgreSQL source: its URL (with `${VAR}`) and its idle connections.
@@ -78,6 +85,8 @@ impl Pool {
         Ok(Conn {
             client,
             prepared: HashMap::new(),
+            read_only: None,
+            timeout_ms: None,
         })
     }
 
@@ -162,10 +171,16 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// The statement in its transaction on one connection, in one round trip: `BEGIN` (`READ
-/// ONLY` for a read-only tool) with `SET LOCAL statement_timeout`, the prepared statement
-/// and `COMMIT` are sent together (tokio-postgres pipelines the requests of futures polled
-/// at once, in the order first polled), then their answers read in turn.
+/// The statement on one connection, in one round trip.
+///
+/// A read-only tool's statement runs alone, in the implicit transaction of its own
+/// request, on a session whose `default_transaction_read_only` is on (so that transaction is
+/// read-only, as `BEGIN READ ONLY` would make it) and whose `statement_timeout` is the
+/// tool's: both are set when the connection's last known settings differ, in a batch sent
+/// with the statement. A writing tool's statement runs between `BEGIN READ WRITE` with
+/// `SET LOCAL statement_timeout` and `COMMIT`. Either way every request goes out before any answer is
+/// awaited (tokio-postgres pipelines the requests of futures polled at once, in the order
+/// first polled).
 ///
 /// Rows past a limit are not kept. A read-only statement that still had rows to send is
 /// left behind: the outcome says the connection must not be used again (the caller drops it
@@ -190,14 +205,26 @@ async fn run_on(
     let refs = bound
         .iter()
         .map(|b| b as &(dyn tokio_postgres::types::ToSql + Sync));
-    let begin = format!(
-        "BEGIN{}; SET LOCAL statement_timeout = {}",
-        if read_only { " READ ONLY" } else { "" },
-        limits.timeout.as_millis().max(1)
-    );
+    let timeout_ms = limits.timeout.as_millis().max(1);
+    // Settings change with SET statements of their own: in a batch, the statements after
+    // the first run in a transaction that began with the session's settings as they were.
+    let before = if !read_only {
+        // Explicitly read-write, whatever the session's default.
+        format!("BEGIN READ WRITE; SET LOCAL statement_timeout = {timeout_ms}")
+    } else if conn.read_only != Some(true) {
+        format!("SET default_transaction_read_only = on; SET statement_timeout = {timeout_ms}")
+    } else if conn.timeout_ms != Some(timeout_ms) {
+        format!("SET statement_timeout = {timeout_ms}")
+    } else {
+        String::new()
+    };
     let names: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
     let mut out = Collector::new(names, limits);
     let client = &conn.client;
+    // What the connection's session is set to if the call goes wrong midway: not known.
+    let known = (conn.read_only, conn.timeout_ms);
+    conn.read_only = None;
+    conn.timeout_ms = None;
     let left_behind = {
         let rows = async {
             let rows = client.query_raw(&stmt, refs).await?;
@@ -224,20 +251,34 @@ async fn run_on(
             }
             Ok::<bool, tokio_postgres::Error>(false)
         };
-        let mut begin = pin!(maybe_done(client.batch_execute(&begin)));
+        let setup = async {
+            if before.is_empty() {
+                Ok(())
+            } else {
+                client.batch_execute(&before).await
+            }
+        };
+        let mut setup = pin!(maybe_done(setup));
         let mut rows = pin!(maybe_done(rows));
-        let mut commit = pin!(maybe_done(client.batch_execute("COMMIT")));
-        // Each request goes out on its future's first poll: the three in order, before any
-        // answer is awaited.
+        let commit = async {
+            if read_only {
+                Ok(())
+            } else {
+                client.batch_execute("COMMIT").await
+            }
+        };
+        let mut commit = pin!(maybe_done(commit));
+        // Each request goes out on its future's first poll: in order, before any answer is
+        // awaited.
         std::future::poll_fn(|cx| {
-            let _ = begin.as_mut().poll(cx);
+            let _ = setup.as_mut().poll(cx);
             let _ = rows.as_mut().poll(cx);
             let _ = commit.as_mut().poll(cx);
             Poll::Ready(())
         })
         .await;
-        (&mut begin).await;
-        begin.as_mut().take_output().unwrap_or(Ok(()))?;
+        (&mut setup).await;
+        setup.as_mut().take_output().unwrap_or(Ok(()))?;
         (&mut rows).await;
         let left_behind = rows.as_mut().take_output().unwrap_or(Ok(false))?;
         if !left_behind {
@@ -246,6 +287,14 @@ async fn run_on(
         }
         left_behind
     };
+    if !left_behind {
+        // A writing call's settings were its transaction's own.
+        (conn.read_only, conn.timeout_ms) = if read_only {
+            (Some(true), Some(timeout_ms))
+        } else {
+            known
+        };
+    }
     let reuse = if left_behind { Reuse::No } else { Reuse::Yes };
     Ok((out.finish(), reuse))
 }
