@@ -14,7 +14,9 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-fn installed(program: &str) -> bool {
+/// Whether `program` runs; else the test named `what` is skipped with a message (or fails
+/// under CI, where scripts/test.sh installs it).
+pub(crate) fn installed(program: &str, what: &str) -> bool {
     let found = Command::new(program)
         .arg("-v")
         .stdout(Stdio::null())
@@ -26,13 +28,13 @@ fn installed(program: &str) -> bool {
             std::env::var_os("CI").is_none(),
             "CI is set: {program} must be installed (scripts/test.sh installs it)"
         );
-        eprintln!("SKIPPED deploy test: {program} is not installed");
+        eprintln!("SKIPPED {what}: {program} is not installed");
     }
     found
 }
 
 /// deploy/run.sh, ended with SIGTERM (so that it stops what it started) when dropped.
-struct Deploy(Child);
+pub(crate) struct Deploy(pub(crate) Child);
 
 impl Drop for Deploy {
     fn drop(&mut self) {
@@ -45,7 +47,7 @@ impl Drop for Deploy {
 
 #[test]
 fn ts_sdk_client_survives_the_death_of_its_get_streams_replica() {
-    if !(installed("redis-server") && installed("nginx")) {
+    if !(installed("redis-server", "deploy test") && installed("nginx", "deploy test")) {
         return;
     }
     let Some(node_dir) = node_project() else {

@@ -7,42 +7,14 @@
 //! skipped, with a message, when one is missing.
 
 use crate::http_client::{Conn, Resp};
+use crate::http_deploy::{Deploy, installed};
 use crate::limits::{call_on, refusal};
 use crate::util::{bin, repo_root};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-
-fn installed(program: &str) -> bool {
-    let found = Command::new(program)
-        .arg("-v")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set: {program} must be installed (scripts/test.sh installs it)"
-        );
-        eprintln!("SKIPPED shared limits test: {program} is not installed");
-    }
-    found
-}
-
-/// deploy/run.sh, ended with SIGTERM (so that it stops what it started) when dropped.
-struct Deploy(Child);
-
-impl Drop for Deploy {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
+use std::process::{Command, Stdio};
 
 const CONFIG: &str = r#"builtins: [add]
 limits:
@@ -52,7 +24,9 @@ limits:
 
 #[test]
 fn three_replicas_on_redis_keep_one_budget() {
-    if !(installed("redis-server") && installed("nginx")) {
+    if !(installed("redis-server", "shared limits test")
+        && installed("nginx", "shared limits test"))
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
