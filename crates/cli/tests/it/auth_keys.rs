@@ -38,14 +38,7 @@ fn send(s: &HttpServer, token: Option<&str>, method: &str, params: Value) -> Res
 fn names(s: &HttpServer, token: &str) -> Vec<String> {
     let r = send(s, Some(token), "tools/list", json!({}));
     assert_eq!(r.status, 200, "{}", r.text());
-    let mut names: Vec<String> = r.json()["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
+    crate::util::sorted_tool_names(&r.json()["result"]["tools"])
 }
 
 #[test]

@@ -271,13 +271,7 @@ fn stdio_serves_the_default_view_or_the_one_named() {
         args.extend_from_slice(extra);
         let mut s = crate::util::Server::legacy("2025-06-18", &args);
         let r = s.request("tools/list", json!({}));
-        let mut names: Vec<String> = r["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect();
-        names.sort();
+        let names = crate::util::sorted_tool_names(&r["result"]["tools"]);
         // Outside the view, a call is an unknown tool's.
         let call = s.request(
             "tools/call",

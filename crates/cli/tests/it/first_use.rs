@@ -39,14 +39,7 @@ fn listed(cwd: &Path, args: &[&str]) -> Vec<String> {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let mut names: Vec<String> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
+    crate::util::sorted_tool_names(&v["tools"])
 }
 
 #[test]

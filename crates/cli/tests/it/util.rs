@@ -19,6 +19,18 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_toolwright"))
 }
 
+/// The `name` of each tool in a `tools/list` result's `tools`, sorted.
+pub fn sorted_tool_names(tools: &Value) -> Vec<String> {
+    let mut names: Vec<String> = tools
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("a tool name").to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
