@@ -98,7 +98,16 @@ pub struct Scan {
     pub named: Option<String>,
     /// Both `?` and `?N` in one statement.
     pub mixed: bool,
+    /// A numbered placeholder past [`MAX_PLACEHOLDER`] (not counted).
+    pub too_high: Option<usize>,
 }
+
+/// The highest placeholder number a statement may use: the most parameters PostgreSQL's
+/// protocol carries (SQLite's default limit is lower, and it says so itself).
+pub const MAX_PLACEHOLDER: usize = 65_535;
+
+/// Most missing placeholder numbers [`Scan::gaps`] lists.
+const MAX_GAPS: usize = 8;
 
 /// Words that begin a statement that changes data or schema.
 pub const WRITING: &[&str] = &[
@@ -151,7 +160,7 @@ pub fn scan(statement: &str, engine: Engine) -> Scan {
             }
             b'$' if engine == Engine::Postgres && next.is_some_and(|d| d.is_ascii_digit()) => {
                 let (n, end) = number(b, i + 1);
-                numbered.insert(n);
+                numbered_or_too_high(&mut numbered, &mut s.too_high, n);
                 i = end;
             }
             b'$' if engine == Engine::Postgres && !(i > 0 && is_word(b[i - 1])) => {
@@ -169,7 +178,7 @@ pub fn scan(statement: &str, engine: Engine) -> Scan {
             b'?' if engine == Engine::Sqlite => {
                 if next.is_some_and(|d| d.is_ascii_digit()) {
                     let (n, end) = number(b, i + 1);
-                    numbered.insert(n);
+                    numbered_or_too_high(&mut numbered, &mut s.too_high, n);
                     i = end;
                 } else {
                     bare += 1;
@@ -206,7 +215,10 @@ pub fn scan(statement: &str, engine: Engine) -> Scan {
         }
     }
     let highest = numbered.last().copied().unwrap_or(0);
-    s.gaps = (1..=highest).filter(|n| !numbered.contains(n)).collect();
+    s.gaps = (1..=highest)
+        .filter(|n| !numbered.contains(n))
+        .take(MAX_GAPS)
+        .collect();
     s.mixed = bare > 0 && highest > 0;
     s.placeholders = highest.max(bare);
     s
@@ -227,6 +239,11 @@ pub fn problems(spec: &SqlSpec, engine: Engine, read_only: bool) -> Vec<String> 
     if let Some(named) = &scan.named {
         out.push(format!(
             "{named} is a named placeholder; write {written} and list the arguments in `params`"
+        ));
+    }
+    if let Some(n) = scan.too_high {
+        out.push(format!(
+            "placeholder {n} is past the highest a driver binds ({MAX_PLACEHOLDER})"
         ));
     }
     if scan.mixed {
@@ -262,6 +279,16 @@ fn is_word(c: u8) -> bool {
 }
 
 /// The number starting at `i` (saturating), and the byte after it.
+/// Counts placeholder `n`, unless it is past [`MAX_PLACEHOLDER`] (the first such is kept
+/// to be named): a number so high would have the gaps below it fill memory.
+fn numbered_or_too_high(numbered: &mut BTreeSet<usize>, too_high: &mut Option<usize>, n: usize) {
+    if n > MAX_PLACEHOLDER {
+        too_high.get_or_insert(n);
+    } else {
+        numbered.insert(n);
+    }
+}
+
 fn number(b: &[u8], i: usize) -> (usize, usize) {
     let end = (i..b.len())
         .find(|&j| !b[j].is_ascii_digit())
@@ -377,6 +404,8 @@ mod tests {
             ("select 1; select 2", &[], Engine::Sqlite, false, &["more than one statement"]);
             ("select set_config('default_transaction_read_only', 'off', false)", &[], Engine::Postgres, true, &["calls set_config"]);
             ("select set_config('x.y', $1, true)", &["v"], Engine::Postgres, false, &[]);
+            ("select ?2555555555555555555555555555", &[], Engine::Sqlite, false, &["past the highest"]);
+            ("select $65536, $1", &["a"], Engine::Postgres, false, &["placeholder 65536 is past"]);
         }
     }
 }
