@@ -1,8 +1,6 @@
 //! What each subcommand does.
 
-use crate::args::{
-    Cli, Command, HttpArgs, ProtocolArgs, RunArgs, ServeArgs, ToolSetArgs, ToolsArgs,
-};
+use crate::args::{Cli, Command, ProtocolArgs, RunArgs, ServeArgs, ToolSetArgs, ToolsArgs};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
@@ -229,8 +227,6 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
     })
 }
 
-/// Whether `--http ADDR:PORT` listens on anything but loopback (`0.0.0.0` and `[::]` are
-/// every interface).
 /// The server's settings from the command line: the call timeout, the roots (the current
 /// directory when none is given; each must be a directory), paging and message limits.
 fn server_config(
@@ -290,6 +286,8 @@ fn gateway_for(
     })
 }
 
+/// Whether `--http ADDR:PORT` listens on anything but loopback (`0.0.0.0` and `[::]` are
+/// every interface).
 fn beyond_loopback(addr: &str) -> bool {
     addr.parse::<std::net::SocketAddr>()
         .map_or(true, |a| !a.ip().is_loopback())
@@ -339,7 +337,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         telemetry: observed.then(|| toolwright_server::telemetry::Telemetry::with(settings)),
         exposed: a.http.addr.as_deref().is_some_and(beyond_loopback),
         stdio_view: a.view.as_deref(),
-        shared_limits: shared_limits(&a.http)?,
+        shared_limits: crate::http_settings::shared_limits(&a.http)?,
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -371,7 +369,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
     };
     if let Some(addr) = &a.http.addr {
         server.warm_up();
-        let mut config = http_config(&a.http, addr)?;
+        let mut config = crate::http_settings::http_config(&a.http, addr)?;
         config.ops_endpoints = !a.http.no_metrics;
         config.api_keys = api_keys;
         if let Some(g) = &gateway {
@@ -560,102 +558,6 @@ fn client_args(
         }
     }
     out
-}
-
-fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::HttpConfig> {
-    let auth_token = match &a.auth_token_env {
-        Some(var) => {
-            let token =
-                std::env::var(var).with_context(|| format!("--auth-token-env: reading ${var}"))?;
-            // A token no client can present would start a server nobody can use.
-            toolwright_http::check_auth_token(&token).with_context(|| format!("${var}"))?;
-            Some(token)
-        }
-        None => None,
-    };
-    let client = match (&a.auth_client_id, &a.auth_client_secret_env) {
-        (Some(id), Some(var)) => {
-            let secret = std::env::var(var)
-                .with_context(|| format!("--auth-client-secret-env: reading ${var}"))?;
-            Some((id.clone(), secret))
-        }
-        _ => None,
-    };
-    if client.is_some() && !(a.auth_introspect || a.auth_introspect_url.is_some()) {
-        anyhow::bail!(
-            "--auth-client-id: the client credentials are for introspection (--auth-introspect)"
-        );
-    }
-    let introspection = (a.auth_introspect || a.auth_introspect_url.is_some()).then(|| {
-        toolwright_http::Introspection {
-            endpoint: a.auth_introspect_url.clone(),
-            client,
-        }
-    });
-    Ok(toolwright_http::HttpConfig {
-        addr: addr.to_owned(),
-        stateless: a.stateless,
-        session_idle_timeout: Duration::from_secs(a.session_idle_timeout),
-        allowed_origins: a.allowed_origins.clone(),
-        allowed_hosts: a.allowed_hosts.clone(),
-        auth_token,
-        jwt: a
-            .auth_issuer
-            .as_ref()
-            .map(|issuer| toolwright_http::JwtAuth {
-                audience: a.auth_audience.clone(),
-                scopes: a.auth_scopes.clone(),
-                leeway: Duration::from_secs(a.auth_leeway),
-                introspection: introspection.clone(),
-                ..toolwright_http::JwtAuth::new(issuer.clone())
-            }),
-        authorization_servers: a.authorization_servers.clone(),
-        resource_url: a.resource_url.clone(),
-        max_sessions: a.max_sessions,
-        max_sse_streams: a.max_sse_streams,
-        max_sse_streams_per_client: a.max_sse_streams_per_client,
-        max_get_streams: a.max_get_streams,
-        max_get_streams_per_client: a.max_get_streams_per_client,
-        max_body_bytes: a.max_body_bytes,
-        threads: a.http_threads,
-        session_store: session_store(a)?,
-        session_store_timeout: Duration::from_millis(a.session_store_timeout.max(1)),
-        ..toolwright_http::HttpConfig::default()
-    })
-}
-
-/// Where `limits:` are counted when `--session-store` names a Redis: there too, on a
-/// connection of their own.
-fn shared_limits(a: &HttpArgs) -> Result<Option<Arc<dyn toolwright_server::limit::Counters>>> {
-    Ok(redis_store(a)?.map(|store| {
-        let limits: Arc<dyn toolwright_server::limit::Counters> =
-            Arc::new(toolwright_sessions_redis::RedisLimits::new(store));
-        limits
-    }))
-}
-
-/// The shared session store `--session-store` names.
-fn session_store(
-    a: &HttpArgs,
-) -> Result<Option<std::sync::Arc<dyn toolwright_http::SessionStore>>> {
-    Ok(redis_store(a)?.map(|store| {
-        let store: Arc<dyn toolwright_http::SessionStore> = Arc::new(store);
-        store
-    }))
-}
-
-/// A client of the Redis `--session-store` names (nothing connects yet).
-fn redis_store(a: &HttpArgs) -> Result<Option<toolwright_sessions_redis::RedisStore>> {
-    let Some(url) = &a.session_store else {
-        return Ok(None);
-    };
-    if !(url.starts_with("redis://") || url.starts_with("redis+unix://")) {
-        anyhow::bail!("--session-store: {url:?} is not a redis:// or redis+unix:// URL");
-    }
-    let store = toolwright_sessions_redis::RedisStore::open(url)
-        .map_err(|e| anyhow::anyhow!("--session-store: {e}"))?
-        .with_timeout(Duration::from_millis(a.session_store_timeout.max(1)));
-    Ok(Some(store))
 }
 
 pub(crate) fn definitions(server: &Server) -> Vec<ToolDefinition> {

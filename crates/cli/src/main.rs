@@ -11,6 +11,7 @@ mod call_args;
 mod call_cmd;
 mod client_cmd;
 mod commands;
+mod http_settings;
 mod import_cmd;
 mod keys_cmd;
 mod limits;
