@@ -375,33 +375,7 @@ pub fn run(o: &ReportOpts) -> Result<Vec<String>> {
             eprintln!("target {name}: {m}");
         }
     }
-    let groups = [
-        declared::Group {
-            title: "Command-backed tool (`/bin/true`), stdio",
-            floor_word: "bare spawn",
-            prefix: "cmd",
-            p50_bound: 1.3,
-            servers: &o.cmd_servers,
-        },
-        declared::Group {
-            title: "HTTP-backed tool (GET → `{\"ok\":true}`), stdio",
-            floor_word: "direct request",
-            prefix: "httptool",
-            p50_bound: 1.5,
-            servers: &o.http_servers,
-        },
-        declared::Group {
-            title: "SQL tool (primary-key lookup on PostgreSQL), stdio",
-            floor_word: "prepared statement",
-            prefix: "sql",
-            p50_bound: 1.5,
-            servers: &o.sql_servers,
-        },
-    ];
-    let groups: Vec<_> = groups
-        .into_iter()
-        .filter(|g| !g.servers.is_empty())
-        .collect();
+    let groups = declared::groups(o);
     if !groups.is_empty() {
         for (name, m) in declared::write(&mut md, &c, &t, &groups, &o.declared_notes) {
             eprintln!("target {name}: {m}");

@@ -247,6 +247,38 @@ impl Group<'_> {
     }
 }
 
+/// The section's groups that have servers in this run: command-backed, HTTP-backed and
+/// SQL-backed, each with its floor's name and its p50 bound.
+pub fn groups(o: &super::ReportOpts) -> Vec<Group<'_>> {
+    let groups = [
+        Group {
+            title: "Command-backed tool (`/bin/true`), stdio",
+            floor_word: "bare spawn",
+            prefix: "cmd",
+            p50_bound: 1.3,
+            servers: &o.cmd_servers,
+        },
+        Group {
+            title: "HTTP-backed tool (GET → `{\"ok\":true}`), stdio",
+            floor_word: "direct request",
+            prefix: "httptool",
+            p50_bound: 1.5,
+            servers: &o.http_servers,
+        },
+        Group {
+            title: "SQL tool (primary-key lookup on PostgreSQL), stdio",
+            floor_word: "prepared statement",
+            prefix: "sql",
+            p50_bound: 1.5,
+            servers: &o.sql_servers,
+        },
+    ];
+    groups
+        .into_iter()
+        .filter(|g| !g.servers.is_empty())
+        .collect()
+}
+
 /// Writes the section; returns each target's name and whether it was met.
 pub fn write(
     md: &mut String,
