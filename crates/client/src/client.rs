@@ -1,7 +1,9 @@
 //! [`Client`]: connect to a server over stdio or HTTP, detect its era, list its tools and
 //! call them, one request at a time, as a command-line client does. It is a [`Peer`]
-//! that declares no client capabilities (requests from the server are refused with
-//! -32601) and opens no notification streams.
+//! that declares no client capabilities but elicitation when asked to answer it (other
+//! requests from the server are refused with -32601), and opens no notification streams
+//! but the one elicitation may come on. A modern `input_required` result is answered the
+//! same way and the call retried, the server's `requestState` echoed unchanged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +14,9 @@ use toolwright_protocol::{
 };
 
 use crate::{Authorizer, Call, ClientError, ElicitAnswer, NoHandler, Peer, PeerOptions, TlsRoots};
+
+/// How many `input_required` rounds one call answers before giving up.
+const MAX_INPUT_ROUNDS: usize = 16;
 
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +155,8 @@ pub struct ToolCall {
 /// A connection to one MCP server, in whichever era it speaks.
 pub struct Client {
     peer: Peer,
+    /// Answers the server's requests, and the `inputRequests` of `input_required` results.
+    handler: Arc<dyn crate::PeerHandler>,
     server_info: Option<Implementation>,
     capabilities: Option<ServerCapabilities>,
 }
@@ -176,8 +183,9 @@ impl Client {
             }
             None => Arc::new(NoHandler),
         };
-        let peer = Peer::connect(target, options, handler).await?;
+        let peer = Peer::connect(target, options, Arc::clone(&handler)).await?;
         Ok(Client {
+            handler,
             server_info: peer.server_info(),
             capabilities: peer.capabilities(),
             peer,
@@ -268,22 +276,74 @@ impl Client {
                     source: Box::new(source),
                 })?;
         }
-        let call = Call {
-            name: Some(name.to_owned()),
-            headers,
-            ..Call::new("tools/call", json!({"name": name, "arguments": arguments}))
+        let mut params = json!({"name": name, "arguments": arguments});
+        let mut rounds = 0;
+        let raw = loop {
+            let call = Call {
+                name: Some(name.to_owned()),
+                headers: headers.clone(),
+                ..Call::new("tools/call", params.clone())
+            };
+            let raw = self.peer.request(call).await?;
+            if raw.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                break raw;
+            }
+            if rounds == MAX_INPUT_ROUNDS {
+                return Err(ClientError::InputRounds {
+                    method: "tools/call".to_owned(),
+                    rounds,
+                });
+            }
+            rounds += 1;
+            // A fresh request (a new JSON-RPC id) carrying the answers, and the server's
+            // `requestState` exactly as sent, only when it sent one.
+            let answers = self.answer_inputs(&raw).await?;
+            params =
+                json!({"name": name, "arguments": params["arguments"], "inputResponses": answers});
+            if let Some(state) = raw.get("requestState") {
+                params["requestState"] = state.clone();
+            }
         };
-        let raw = self.peer.request(call).await?;
-        if raw.get("resultType").and_then(Value::as_str) == Some("input_required") {
-            return Err(ClientError::InputRequired {
-                method: "tools/call".to_owned(),
-            });
-        }
         let result = serde_json::from_value(raw.clone()).map_err(|e| ClientError::Malformed {
             what: "tools/call result".into(),
             detail: e.to_string(),
         })?;
         Ok(ToolCall { raw, result })
+    }
+
+    /// The `inputResponses` for an `input_required` result: each of its `inputRequests`
+    /// answered by this client's handler (elicitation with `--elicit`), under its key.
+    async fn answer_inputs(&self, raw: &Value) -> Result<Value, ClientError> {
+        let mut answers = serde_json::Map::new();
+        let requests = raw
+            .get("inputRequests")
+            .and_then(Value::as_object)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| ClientError::InputRequired {
+                method: "tools/call".to_owned(),
+                wanted: "no inputRequests, so nothing to answer".to_owned(),
+            })?;
+        for (key, request) in requests {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            match self.handler.request(method.to_owned(), params).await {
+                Ok(answer) => {
+                    answers.insert(key.clone(), answer);
+                }
+                Err(_) => {
+                    return Err(ClientError::InputRequired {
+                        method: "tools/call".to_owned(),
+                        wanted: if method.is_empty() {
+                            "a malformed request"
+                        } else {
+                            method
+                        }
+                        .to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(Value::Object(answers))
     }
 
     /// Ends the connection: a stdio server gets EOF (and is killed if it lingers); a

@@ -111,14 +111,25 @@ pub enum ClientError {
         /// What the server said it supports.
         supported: Vec<String>,
     },
-    /// The server asked for input mid-call (modern `input_required`), which this client
-    /// does not provide: it declares no client capabilities.
+    /// The server asked for input mid-call (modern `input_required`) that this client
+    /// does not provide: a request it has no answer for (`elicitation/create` is answered
+    /// only with `--elicit`; sampling and roots never).
     #[error(
-        "{method} needs input from the client (input_required), which toolwright does not provide"
+        "{method} needs input from the client (input_required: {wanted}), which toolwright does not provide"
     )]
     InputRequired {
         /// The request.
         method: String,
+        /// What the server asked for.
+        wanted: String,
+    },
+    /// The server kept asking for input, round after round, past the limit.
+    #[error("{method} still needed input from the client after {rounds} rounds; giving up")]
+    InputRounds {
+        /// The request.
+        method: String,
+        /// How many rounds were answered.
+        rounds: usize,
     },
     /// A tool declares `x-mcp-header` parameters that clients must reject.
     #[error("tool {tool:?} declares an invalid x-mcp-header ({source}); clients must not call it")]

@@ -44,6 +44,62 @@ async fn legacy_server_pages_and_server_requests() {
 }
 
 #[tokio::test]
+async fn input_required_is_answered_and_the_state_echoed() {
+    // Round 1 asks for an elicitation with state "s1"; the retry must be a new request
+    // (id 3) carrying the answer under the same key and the state unchanged; round 2
+    // asks again without state, and the second retry must carry none.
+    let target = script(concat!(
+        r#"read l; echo '{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}}';"#,
+        r#"read l; echo '{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","requestState":"s1","inputRequests":{"ok":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"go":{"type":"boolean","default":true}}}}}}}}';"#,
+        r#"read l; case "$l" in *'"id":3'*'"inputResponses":{"ok":{"action":"accept","content":{"go":true}}}'*'"requestState":"s1"'*) ;; *) exit 1;; esac;"#,
+        r#"echo '{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","inputRequests":{"again":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}}}}';"#,
+        r#"read l; case "$l" in *requestState*) exit 1;; *'"id":4'*'"again":{"action":"accept"'*) ;; *) exit 1;; esac;"#,
+        r#"echo '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"done"}]}}';"#,
+        "read l",
+    ));
+    let options = ConnectOptions {
+        elicit: Some(ElicitAnswer::AcceptDefaults),
+        ..quick()
+    };
+    let mut c = Client::connect(target, options).await.unwrap();
+    let call = c.call_tool("t", json!({}), None).await.unwrap();
+    assert_eq!(call.raw["content"][0]["text"], "done");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn input_required_without_an_answer_is_an_error_naming_it() {
+    let target = script(concat!(
+        r#"read l; echo '{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}}';"#,
+        r#"read l; echo '{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","inputRequests":{"s":{"method":"sampling/createMessage","params":{}}}}}';"#,
+        "read l",
+    ));
+    let options = ConnectOptions {
+        elicit: Some(ElicitAnswer::Decline),
+        ..quick()
+    };
+    let mut c = Client::connect(target, options).await.unwrap();
+    let err = c.call_tool("t", json!({}), None).await.unwrap_err();
+    assert!(err.to_string().contains("sampling/createMessage"), "{err}");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_refused_version_the_server_lists_is_tried_once_more() {
+    // The first server/discover is refused with -32022 although 2026-07-28 is listed:
+    // the client asks again, in the same version, and goes on in the modern era.
+    let target = script(concat!(
+        r#"read l; echo '{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}';"#,
+        r#"read l; case "$l" in *'"method":"server/discover"'*'"io.modelcontextprotocol/protocolVersion":"2026-07-28"'*) ;; *) exit 1;; esac;"#,
+        r#"echo '{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}}';"#,
+        "read l",
+    ));
+    let c = Client::connect(target, quick()).await.unwrap();
+    assert_eq!(c.era(), Era::Modern);
+    c.close().await;
+}
+
+#[tokio::test]
 async fn modern_server_and_input_required() {
     let target = script(concat!(
         r#"read l; case "$l" in *'"io.modelcontextprotocol/protocolVersion":"2026-07-28"'*) ;; *) exit 1;; esac;"#,

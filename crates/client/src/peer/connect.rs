@@ -223,9 +223,17 @@ async fn discover(inner: &Arc<Inner>, timeout: Duration) -> Result<Discovered, C
         timeout: Some(timeout),
         cancel_upstream: false,
     };
-    let result = inner
-        .request(&Call::new("server/discover", json!({})), how)
-        .await?;
+    let call = Call::new("server/discover", json!({}));
+    let result = match inner.request(&call, how).await {
+        // A server that refuses our version while listing it among those it supports
+        // (a transient refusal, or one that wants the choice confirmed) gets one retry.
+        Err(ClientError::Rpc { code, data, .. })
+            if code == code::UNSUPPORTED_PROTOCOL_VERSION && lists_latest(data.as_deref()) =>
+        {
+            inner.request(&call, how).await?
+        }
+        result => result?,
+    };
     if let Some(detail) = not_modern(&result) {
         return Ok(Discovered::NotModern { detail });
     }
@@ -238,6 +246,17 @@ async fn discover(inner: &Arc<Inner>, timeout: Duration) -> Result<Discovered, C
         .get("capabilities")
         .and_then(|c| serde_json::from_value(c.clone()).ok());
     Ok(Discovered::Modern)
+}
+
+/// Whether an UnsupportedProtocolVersion error's `data.supported` lists our modern
+/// version.
+fn lists_latest(data: Option<&Value>) -> bool {
+    data.and_then(|d| d.get("supported"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| {
+            a.iter()
+                .any(|v| v.as_str() == Some(ProtocolVersion::LATEST.as_str()))
+        })
 }
 
 /// The legacy handshake: `initialize` (declaring our capabilities), then
