@@ -249,6 +249,34 @@ impl ToolContext {
         method: &str,
         params: Value,
     ) -> Result<Value, ClientRequestError> {
+        self.ask(None, method, params).await
+    }
+
+    /// [`ToolContext::request_client`] under a key the tool chooses: a modern client finds
+    /// the question under `key` in `inputRequests` and answers it under the same key in
+    /// `inputResponses`, whatever the order of the tool's requests. A tool that names its
+    /// questions this way should name all of them (the numbered keys of
+    /// [`ToolContext::request_client`] could collide with a chosen one only if it were
+    /// spelled like them, `elicitation-0`). Legacy clients are asked as usual; the key is
+    /// not sent.
+    pub async fn request_client_as(
+        &self,
+        key: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ClientRequestError> {
+        self.ask(Some(key), method, params).await
+    }
+
+    /// Both kinds of request to the client. A modern answer that is not a JSON object is
+    /// none (every answer a client gives, an elicitation's, a sampling's or the roots, is
+    /// one): the question is asked again.
+    async fn ask(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ClientRequestError> {
         let (cap, declared) = self.capability_for(method).unwrap_or(("", true));
         if !declared {
             *self.inner.inputs.missing_capability.lock() = Some(cap);
@@ -256,10 +284,15 @@ impl ToolContext {
         }
         if self.inner.version.is_modern() {
             let inputs = &self.inner.inputs;
-            let n = inputs.counter.fetch_add(1, Ordering::Relaxed);
-            let short = method.rsplit('/').next().unwrap_or(method);
-            let key = format!("{}-{n}", if cap.is_empty() { short } else { cap });
-            if let Some(answer) = inputs.answers.get(&key) {
+            let key = match key {
+                Some(k) => k.to_owned(),
+                None => {
+                    let n = inputs.counter.fetch_add(1, Ordering::Relaxed);
+                    let short = method.rsplit('/').next().unwrap_or(method);
+                    format!("{}-{n}", if cap.is_empty() { short } else { cap })
+                }
+            };
+            if let Some(answer) = inputs.answers.get(&key).filter(|a| a.is_object()) {
                 return Ok(answer.clone());
             }
             inputs

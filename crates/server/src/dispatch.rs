@@ -260,9 +260,11 @@ impl Server {
         sink: &Arc<dyn Outbound>,
     ) -> Result<Handled, ErrorObject> {
         let method = Method::parse(name);
-        // `initialize` is a legacy method too, but a modern client that sends it gets the
-        // counter-offer of the latest legacy version rather than -32601.
-        if method.is_legacy_only() && method != Method::Initialize {
+        // A request in the modern era (its `_meta` names a modern version) for a method that
+        // era removed is not found (-32601; 404 over HTTP). That includes `initialize`: only
+        // a legacy `initialize`, even one proposing a modern version in its body, gets the
+        // counter-offer of the latest legacy version.
+        if method.is_legacy_only() {
             self.refuse_if_modern(session, params, name)?;
         }
         let reply = match method {

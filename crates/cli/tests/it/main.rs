@@ -18,6 +18,7 @@ mod client_roots;
 mod conformance;
 mod conformance_auth;
 mod conformance_client;
+mod conformance_modern;
 mod declared;
 mod declared_examples;
 mod declared_safety;
