@@ -19,6 +19,7 @@
 //! - [`logging`]: log levels (RFC 5424) and `notifications/message`.
 //! - [`params`]: parameters of the requests and notifications a server receives.
 //! - [`resources`]: resources, resource templates, prompts and completion.
+//! - [`skills`]: the Skills extension (SEP-2640): skill entries, digests, frontmatter.
 //!
 //! Types serialize to the exact wire shape (camelCase, optional fields omitted). Unknown
 //! fields in JSON Schemas are kept: schemas are plain `serde_json::Value`s.
@@ -32,6 +33,7 @@ pub mod meta;
 pub mod method;
 pub mod params;
 pub mod resources;
+pub mod skills;
 pub mod tool;
 pub mod version;
 

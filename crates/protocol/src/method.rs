@@ -33,6 +33,12 @@ pub enum Method<'a> {
     ResourcesSubscribe,
     /// `resources/unsubscribe` (legacy).
     ResourcesUnsubscribe,
+    /// `resources/directory/read` (the Skills extension).
+    ResourcesDirectoryRead,
+    /// `skills/list` (the Skills extension).
+    SkillsList,
+    /// `skills/get` (the Skills extension).
+    SkillsGet,
     /// `prompts/list`.
     PromptsList,
     /// `prompts/get`.
@@ -64,6 +70,9 @@ impl<'a> Method<'a> {
             "resources/read" => Self::ResourcesRead,
             "resources/subscribe" => Self::ResourcesSubscribe,
             "resources/unsubscribe" => Self::ResourcesUnsubscribe,
+            "resources/directory/read" => Self::ResourcesDirectoryRead,
+            "skills/list" => Self::SkillsList,
+            "skills/get" => Self::SkillsGet,
             "prompts/list" => Self::PromptsList,
             "prompts/get" => Self::PromptsGet,
             "completion/complete" => Self::Complete,

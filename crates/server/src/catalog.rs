@@ -144,6 +144,8 @@ pub struct Catalog {
     pub(crate) resources: RwLock<Vec<(Resource, Arc<dyn ResourceHandler>)>>,
     pub(crate) templates: RwLock<Vec<Arc<TemplateEntry>>>,
     pub(crate) prompts: RwLock<Vec<(Prompt, Arc<dyn PromptHandler>)>>,
+    /// The skills served (the Skills extension), if any.
+    pub(crate) skills: arc_swap::ArcSwapOption<crate::skills::SkillSet>,
     /// What fills the catalog on demand, and what it may offer.
     source: OnceLock<Source>,
 }
@@ -203,6 +205,7 @@ impl Catalog {
 
     pub(crate) fn has_resources(&self) -> bool {
         self.source.get().is_some_and(|s| s.resources)
+            || self.has_skills()
             || !self
                 .resources
                 .read()

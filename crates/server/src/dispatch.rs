@@ -303,6 +303,15 @@ impl Server {
             Method::Complete if self.catalog_serves(method) => {
                 self.complete(session, id, params)?
             }
+            Method::SkillsList if self.inner.catalog.has_skills() => {
+                self.skills_list(session, id, params)?
+            }
+            Method::SkillsGet if self.inner.catalog.has_skills() => {
+                self.skills_get(session, id, params)?
+            }
+            Method::ResourcesDirectoryRead if self.inner.catalog.has_skills() => {
+                self.directory_read(session, id, params)?
+            }
             // Unknown methods, methods of capabilities this server does not advertise, and
             // notification names sent as requests.
             _ => return Err(ErrorObject::method_not_found(name)),

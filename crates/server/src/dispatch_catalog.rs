@@ -31,6 +31,7 @@ impl Server {
         if c.has_resources() || c.has_prompts() {
             caps.completions = Some(Map::new());
         }
+        self.capabilities_skills(caps);
     }
 
     /// What the client declared: in this modern request, or at the legacy handshake.
@@ -62,7 +63,7 @@ impl Server {
     }
 
     /// `ttlMs` and `cacheScope`, which modern list and read results must carry.
-    fn add_cache_fields(&self, era: &Era, value: &mut Value) {
+    pub(crate) fn add_cache_fields(&self, era: &Era, value: &mut Value) {
         if era.is_modern() {
             value["ttlMs"] = json!(self.inner.config.ttl_ms);
             value["cacheScope"] = json!(self.inner.config.cache_scope);
@@ -101,8 +102,9 @@ impl Server {
         let mut value = match which {
             "resources" => {
                 let list = c.resources.read().unwrap_or_else(|p| p.into_inner());
-                let shown = list.iter().map(|(r, _)| r).filter(|r| shows(&r.uri));
-                json!({"resources": shown.collect::<Vec<_>>()})
+                let skills = self.skill_resources();
+                let shown = list.iter().map(|(r, _)| r).chain(&skills);
+                json!({"resources": shown.filter(|r| shows(&r.uri)).collect::<Vec<_>>()})
             }
             "resourceTemplates" => {
                 let list = c.templates.read().unwrap_or_else(|p| p.into_inner());
@@ -137,6 +139,15 @@ impl Server {
         };
         // A URI outside the session's view is not found, as one that does not exist.
         let in_view = session.view().is_none_or(|v| v.shows(&uri));
+        if in_view
+            && fixed.is_none()
+            && template.is_none()
+            && let Some(file) = self.skill_file(&uri)
+        {
+            let mut value = json!({"contents": [file]});
+            self.add_cache_fields(&era, &mut value);
+            return Ok(Handled::Reply(self.result(id, &era, value)));
+        }
         if !in_view || (fixed.is_none() && template.is_none()) {
             return Err(self.not_found(&era, &uri));
         }

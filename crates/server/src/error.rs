@@ -165,3 +165,25 @@ pub struct CursorError {
     /// The cursor as sent.
     pub cursor: String,
 }
+
+/// Why a set of skills cannot be served ([`crate::skills::SkillSet::new`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillError {
+    /// A skill breaks a rule of the Skills extension.
+    #[error("skill {skill:?}: {why}")]
+    Invalid {
+        /// The skill path.
+        skill: String,
+        /// The rule it breaks.
+        why: String,
+    },
+    /// One skill's directory is inside another's (or both are the same).
+    #[error("skill {inner:?} is inside skill {outer:?}; a skill's files belong to it alone")]
+    Nested {
+        /// The enclosing skill path.
+        outer: String,
+        /// The enclosed skill path.
+        inner: String,
+    },
+}

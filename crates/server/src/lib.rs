@@ -51,6 +51,8 @@
 //!   [`ToolContext::identity`].
 //! - [`stdio`]: newline-delimited JSON-RPC over stdin/stdout.
 //! - [`catalog`]: resources, resource templates and prompts.
+//! - [`skills`]: [`skills::SkillSet`], the skills served (SEP-2640), checked and indexed once;
+//!   `dispatch_skills.rs`: `skills/list`, `skills/get`, `resources/directory/read`.
 //! - [`mrtr`]: modern `input_required` round trips and the sealed `requestState`.
 //! - [`roots`]: the roots one call may use (the client's, narrowed to the server's).
 //! - [`digest`]: canonical JSON and its SHA-256 (`requestState`'s argument digest, the
@@ -74,6 +76,7 @@ pub mod context;
 pub mod digest;
 pub mod dispatch;
 mod dispatch_catalog;
+mod dispatch_skills;
 pub mod era;
 pub mod error;
 mod gate;
@@ -87,6 +90,7 @@ pub mod reply;
 pub mod roots;
 pub mod server;
 pub mod session;
+pub mod skills;
 pub mod stdio;
 pub mod tool;
 pub mod view;
@@ -97,7 +101,7 @@ pub use config::{Config, InputErrorMode};
 pub use context::ToolContext;
 pub use dispatch::{Ambient, Inbound};
 pub use era::Era;
-pub use error::{ClientRequestError, RegisterError, ToolError};
+pub use error::{ClientRequestError, RegisterError, SkillError, ToolError};
 pub use gate::{AUDIT_TARGET, Decision};
 pub use limit::Limits;
 pub use reply::{Handled, Outcome, Refused, Reply, ReplyFuture, Spent};
