@@ -69,6 +69,8 @@ pub(crate) struct Peek<'a> {
     pub name: Option<Cow<'a, str>>,
     /// `params.uri`, when a string.
     pub uri: Option<Cow<'a, str>>,
+    /// `params.taskId`, when a string (the Tasks extension's methods).
+    pub task_id: Option<Cow<'a, str>>,
     /// `params.arguments`.
     pub arguments: Option<&'a RawValue>,
 }
@@ -81,6 +83,8 @@ struct RawParams<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
     uri: Option<&'a RawValue>,
+    #[serde(rename = "taskId", borrow, default)]
+    task_id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     arguments: Option<&'a RawValue>,
 }
@@ -113,6 +117,7 @@ impl<'a> Peek<'a> {
             has_capabilities: meta.is_some_and(|m| m.client_capabilities.is_some()),
             name: Some(Cow::Borrowed(&p.name)),
             uri: None,
+            task_id: None,
             arguments: None,
         }
     }
@@ -130,6 +135,7 @@ pub(crate) fn peek(params: Option<&RawValue>) -> Peek<'_> {
     let mut out = Peek {
         name: p.name.and_then(as_str),
         uri: p.uri.and_then(as_str),
+        task_id: p.task_id.and_then(as_str),
         arguments: p.arguments,
         ..Peek::default()
     };
@@ -152,6 +158,8 @@ fn named_member(method: &str) -> Option<&'static str> {
     match Method::parse(method) {
         Method::ToolsCall | Method::PromptsGet => Some("name"),
         Method::ResourcesRead => Some("uri"),
+        // The Tasks extension: `Mcp-Name` mirrors the task's id.
+        Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Some("taskId"),
         _ => None,
     }
 }
@@ -202,7 +210,11 @@ pub(crate) fn check_modern(
     let Some(member) = named_member(method) else {
         return Ok(());
     };
-    let body = if member == "name" { &p.name } else { &p.uri };
+    let body = match member {
+        "name" => &p.name,
+        "uri" => &p.uri,
+        _ => &p.task_id,
+    };
     match (headers.get(NAME).map(decode), body) {
         (None, _) => {
             return Err(mismatch(format!(

@@ -47,6 +47,12 @@ pub enum Method<'a> {
     Complete,
     /// `subscriptions/listen` (modern).
     SubscriptionsListen,
+    /// `tasks/get` (the Tasks extension, `io.modelcontextprotocol/tasks`).
+    TasksGet,
+    /// `tasks/update` (the Tasks extension).
+    TasksUpdate,
+    /// `tasks/cancel` (the Tasks extension).
+    TasksCancel,
     /// Any other method; answered with -32601 when it is a request.
     Unknown(&'a str),
 }
@@ -77,6 +83,9 @@ impl<'a> Method<'a> {
             "prompts/get" => Self::PromptsGet,
             "completion/complete" => Self::Complete,
             "subscriptions/listen" => Self::SubscriptionsListen,
+            "tasks/get" => Self::TasksGet,
+            "tasks/update" => Self::TasksUpdate,
+            "tasks/cancel" => Self::TasksCancel,
             other => Self::Unknown(other),
         }
     }

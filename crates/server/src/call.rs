@@ -24,7 +24,7 @@ use std::task::{Context, Poll, Waker};
 use tokio_util::sync::CancellationToken;
 use toolwright_jsonrpc::{ErrorObject, RequestId, code};
 use toolwright_protocol::params::CallToolParams;
-use toolwright_protocol::{CallToolResult, ClientCapabilities, Content, RequestMeta};
+use toolwright_protocol::{CallToolResult, ClientCapabilities, Content, RequestMeta, TaskSupport};
 
 /// The parts of a call that its future owns and hands back along with the reply.
 struct CallState {
@@ -122,6 +122,17 @@ impl Server {
         if let Some(refused) = capability_refusal(id, &era, &entry, &p.name, &capabilities)? {
             return Ok(refused);
         }
+        // The Tasks extension: the server runs a call as a task when the tool may run as
+        // one and this request's client took up the extension.
+        let support = crate::task_call::support(&entry);
+        let as_task = match support {
+            TaskSupport::Forbidden => false,
+            _ if crate::task_call::declares_tasks(&capabilities) => true,
+            TaskSupport::Required => {
+                return Err(crate::task_call::tasks_needed(&format!("tool {}", p.name)));
+            }
+            TaskSupport::Optional => false,
+        };
         let (args, arguments_text) = match p.arguments {
             Some(a) => (a.value, Some(a.text)),
             None => (Value::Object(Map::new()), None),
@@ -139,6 +150,19 @@ impl Server {
             p.input_responses,
             args_copy.as_ref(),
         )?;
+        if as_task && let Some(task) = self.new_task(session, &p.name, support)? {
+            let call = crate::task_call::TaskCall {
+                session: session.clone(),
+                id: id.clone(),
+                era,
+                entry,
+                args,
+                meta,
+                capabilities,
+                arguments_text,
+            };
+            return Ok(self.task_call(call, task, answers));
+        }
         let cancel = CancellationToken::new();
         let ctx = self.context(
             session,
@@ -408,7 +432,7 @@ impl Server {
     /// The reply of a finished call. Structured content that `spent` receives is dropped by
     /// the caller, once the line is sent.
     #[allow(clippy::too_many_arguments)]
-    fn finish(
+    pub(crate) fn finish(
         &self,
         id: &RequestId,
         era: &Era,

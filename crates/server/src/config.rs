@@ -60,6 +60,18 @@ pub struct Config {
     /// Limits on `tools/call` per caller and per tool ([`crate::limit`]); none, the
     /// default: no limit.
     pub call_limits: Option<std::sync::Arc<crate::limit::Limits>>,
+    /// How long a task (the Tasks extension, [`crate::task`]) is kept once it stopped
+    /// changing: `tasks/get` finds it for this long after its last update (so at least this
+    /// long after it was created), then it is forgotten. Sent as the task's `ttlMs`.
+    pub task_ttl: Duration,
+    /// How long a task may run before it is cancelled and fails with a timeout error (the
+    /// call timeout does not apply to tasks: they are for work that outlasts a request).
+    pub task_timeout: Duration,
+    /// The `pollIntervalMs` suggested to clients polling a task.
+    pub task_poll_interval: Duration,
+    /// Most tasks kept at once (running or finished); past it a tool that may run either
+    /// way runs as a plain call, and one that must run as a task is refused.
+    pub max_tasks: usize,
 }
 
 impl Default for Config {
@@ -82,6 +94,10 @@ impl Default for Config {
             views: std::sync::Arc::default(),
             stdio_view: None,
             call_limits: None,
+            task_ttl: Duration::from_secs(3600),
+            task_timeout: Duration::from_secs(3600),
+            task_poll_interval: Duration::from_millis(500),
+            max_tasks: 10_000,
         }
     }
 }

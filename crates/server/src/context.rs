@@ -56,6 +56,9 @@ pub(crate) struct Inputs {
     pub missing_capability: Mutex<Option<&'static str>>,
     /// The tool's own value for the next round ([`ToolContext::carry`]).
     pub carry: Mutex<Option<Value>>,
+    /// Questions to the client are collected, never sent, whatever the era: the call runs
+    /// as a task, whose questions the client reads with `tasks/get`.
+    pub deferred: AtomicBool,
 }
 
 impl ToolContext {
@@ -282,7 +285,7 @@ impl ToolContext {
             *self.inner.inputs.missing_capability.lock() = Some(cap);
             return Err(ClientRequestError::NotSupported(cap));
         }
-        if self.inner.version.is_modern() {
+        if self.inner.version.is_modern() || self.inner.inputs.deferred.load(Ordering::Relaxed) {
             let inputs = &self.inner.inputs;
             let key = match key {
                 Some(k) => k.to_owned(),
@@ -322,6 +325,12 @@ impl ToolContext {
     /// keep their keys and the client is not asked it again.
     pub fn skip_client_request(&self) {
         self.inner.inputs.counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Collects the questions this call asks the client instead of sending them, as for a
+    /// modern client (a call run as a task).
+    pub(crate) fn defer_questions(&self) {
+        self.inner.inputs.deferred.store(true, Ordering::Relaxed);
     }
 
     /// Questions this call asked a modern client and has no answer for yet.

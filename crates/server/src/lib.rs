@@ -66,6 +66,9 @@
 //! - `gate.rs`: the one place every `tools/call` passes first (from [`dispatch`]): the view,
 //!   the limits, then the call, and one audit line ([`AUDIT_TARGET`]) and one
 //!   [`Decision`] counter for each.
+//! - [`task`]: tasks (the `io.modelcontextprotocol/tasks` extension): what one is, how
+//!   long it is kept; `task_call.rs`: a `tools/call` run as a task, and `tasks/get`,
+//!   `tasks/update`, `tasks/cancel`.
 //! - [`config`], [`error`].
 
 mod call;
@@ -92,6 +95,8 @@ pub mod server;
 pub mod session;
 pub mod skills;
 pub mod stdio;
+pub mod task;
+mod task_call;
 pub mod tool;
 pub mod view;
 

@@ -25,6 +25,12 @@ impl Server {
                 list_changed: Some(true),
             }),
             logging: Some(Map::new()),
+            // Tasks (SEP-2663) for both eras: a legacy client takes them up at `initialize`,
+            // a modern one per request.
+            extensions: Some(Map::from_iter([(
+                crate::task::EXTENSION.to_owned(),
+                serde_json::Value::Object(Map::new()),
+            )])),
             ..Default::default()
         };
         self.capabilities_catalog(&mut caps);

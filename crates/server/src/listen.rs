@@ -33,6 +33,9 @@ struct Filter {
     resources_list_changed: bool,
     #[serde(default)]
     resource_subscriptions: Vec<String>,
+    /// The Tasks extension: the tasks whose changes to report (`notifications/tasks`).
+    #[serde(default)]
+    task_ids: Vec<String>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -45,7 +48,10 @@ struct ListenParams {
 
 impl Filter {
     /// Keeps only what this server can report.
-    fn narrow(&mut self, has_prompts: bool, has_resources: bool) {
+    fn narrow(&mut self, has_prompts: bool, has_resources: bool, has_tasks: bool) {
+        if !has_tasks {
+            self.task_ids.clear();
+        }
         self.prompts_list_changed &= has_prompts;
         self.resources_list_changed &= has_resources;
         if !has_resources {
@@ -71,7 +77,27 @@ impl Filter {
                 json!(self.resource_subscriptions),
             );
         }
+        if !self.task_ids.is_empty() {
+            honoured.insert("taskIds".into(), json!(self.task_ids));
+        }
         honoured
+    }
+
+    /// The `notifications/tasks` a task's change becomes, if the listener asked for that
+    /// task and may see it.
+    fn task_notification(
+        &self,
+        (owner, task): crate::task::Change,
+        caller: Option<&str>,
+        sub_meta: &serde_json::Value,
+    ) -> Option<serde_json::Value> {
+        let id = task.get("taskId")?.as_str()?;
+        if owner.as_deref() != caller || !self.task_ids.iter().any(|t| t == id) {
+            return None;
+        }
+        let mut params = task;
+        params["_meta"] = sub_meta.clone();
+        Some(params)
     }
 
     /// The notification `event` becomes on this stream, if the listener asked for it.
@@ -122,6 +148,7 @@ impl Server {
         f.narrow(
             self.inner.catalog.has_prompts(),
             self.inner.catalog.has_resources(),
+            crate::task_call::declares_tasks(&self.client_caps(session, &era)),
         );
         let max = self.inner.config.max_listens_per_session;
         if !session.open_listen(max) {
@@ -147,6 +174,8 @@ impl Server {
         .expect("serializes");
         sink.send(ack);
         let mut events = self.event_receiver();
+        let mut task_changes = (!f.task_ids.is_empty()).then(|| self.inner.tasks.subscribe());
+        let caller = session.caller().and_then(|c| c.subject.clone());
         let sink = sink.clone();
         let session = session.clone();
         let server = self.clone();
@@ -154,10 +183,27 @@ impl Server {
             let closed = session.closed_token().clone();
             let end = |server: &Server| Some(server.result(&id, &era, json!({"_meta": sub_meta})));
             let reply = loop {
+                let task_change = async {
+                    match task_changes.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 let event = tokio::select! {
                     _ = cancel.cancelled() => break None,
                     _ = closed.cancelled() => break end(&server),
                     e = events.recv() => e,
+                    change = task_change => {
+                        if let Ok(change) = change
+                            && let Some(params) = f.task_notification(change, caller.as_deref(), &sub_meta)
+                        {
+                            let mut line = Vec::new();
+                            jsonrpc::write_notification(&mut line, "notifications/tasks", &params)
+                                .expect("serializes");
+                            sink.send(line);
+                        }
+                        continue;
+                    }
                 };
                 let event = match event {
                     Ok(e) => e,

@@ -43,6 +43,8 @@ pub(crate) struct Inner {
     pub ready: OnceLock<()>,
     /// The start-up registration nothing has begun yet.
     pub start_up: Mutex<Option<StartUp>>,
+    /// Calls run as tasks (the Tasks extension).
+    pub tasks: crate::task::Tasks,
 }
 
 /// What registers a server's start-up tools (see [`Server::new_warming`]).
@@ -160,6 +162,7 @@ impl Server {
                 catalog: Catalog::default(),
                 ready: OnceLock::new(),
                 start_up: Mutex::new(None),
+                tasks: crate::task::Tasks::default(),
                 state_key: match &config.state_secret {
                     Some(secret) => StateKey::from_secret(secret.as_bytes()),
                     None => StateKey::random(),
