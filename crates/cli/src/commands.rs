@@ -137,6 +137,9 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
     let mut config = server_config(a, p, telemetry)?;
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
     info.title = Some("toolwright".into());
+    info.description = Some(
+        "An MCP tool server: built-in and declared tools, checked against their schemas".into(),
+    );
     let options = toolwright_tools::Options {
         arith: toolwright_tools::arith::Settings {
             max_digits: a.arith_max_digits as usize,

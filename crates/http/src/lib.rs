@@ -115,6 +115,15 @@
 //! session keeps the view of its `initialize`). The metadata names
 //! the issuer in `authorization_servers` and the required scopes in `scopes_supported`.
 //!
+//! # Discovery before connecting
+//!
+//! The Server Card (SEP-2127) is served at `PATH/server-card` (`/mcp/server-card`) as
+//! `application/mcp-server-card+json`, and the AI Catalog that lists it at
+//! `/.well-known/ai-catalog.json`: GET and HEAD, a strong `ETag`, 304 for a matching
+//! `If-None-Match`, no token asked (public metadata) but the `Host` and `Origin` checks
+//! above. The card says what `server/discover` says (see [`card`]); with views, a view
+//! cannot be named `server-card`, the card's path.
+//!
 //! Bodies over the limit get 413; oversized headers 431; slow request heads close the
 //! connection, slow bodies get 408; sessions are capped (503 beyond).
 //!
@@ -134,7 +143,7 @@
 //! - [`listener`](HttpServer): binding, the accept loop, hyper connections, shutdown.
 //! - `service.rs`: routing and the checks every request passes.
 //! - `post.rs`: POST in each era; `streams.rs`: SSE responses, GET and DELETE; `ops.rs`:
-//!   `/metrics`, `/healthz`, `/readyz`.
+//!   `/metrics`, `/healthz`, `/readyz`; [`card`]: the Server Card and the AI Catalog.
 //! - `shared.rs`: the state every connection shares; `read.rs`: request bodies;
 //!   `respond.rs`: response builders and the status of a modern reply.
 //! - `sessions.rs`: the sessions the handlers speak to, one of the two implementations of
@@ -153,6 +162,7 @@ mod backend;
 mod bearer;
 mod body;
 mod budget;
+pub mod card;
 mod cluster;
 pub mod config;
 pub mod error;

@@ -91,7 +91,13 @@ impl HttpServer {
         let validator = authorization(&config, &resource).await?;
         let guard = Guard::new(&config, addr, validator)?;
         let (metadata_url, metadata) = resource_metadata(&config, &guard, &resource)?;
-        let shared = Arc::new(Shared::new(server, config, guard, metadata, &metadata_url));
+        let shared = Arc::new(Shared::new(
+            server,
+            config,
+            guard,
+            metadata,
+            (&metadata_url, &resource),
+        ));
         Ok(HttpServer {
             listener,
             extra,

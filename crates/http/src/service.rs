@@ -43,7 +43,9 @@ pub(crate) async fn handle(
         let h = resp.headers_mut();
         h.insert("access-control-allow-origin", o);
         h.insert(VARY, HeaderValue::from_static("origin"));
-        h.insert("access-control-expose-headers", EXPOSED_HEADERS);
+        // The discovery documents expose their own (`ETag`).
+        h.entry("access-control-expose-headers")
+            .or_insert(EXPOSED_HEADERS);
     }
     resp
 }
@@ -142,6 +144,12 @@ async fn route(
     mut req: Request<Incoming>,
 ) -> Response<Body> {
     let path = req.uri().path();
+    // Before the views: `/mcp/server-card` is the card, not a view named `server-card`.
+    if let Some(which) = shared.discovery.document(path) {
+        return shared
+            .discovery
+            .serve(&shared.server, which, req.method(), req.headers());
+    }
     let views = &shared.server.config().views;
     // `/mcp/NAME`: the view NAME, when there are views.
     let view_name = (!views.is_empty())

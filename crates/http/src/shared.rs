@@ -4,6 +4,7 @@
 
 use crate::body::OnDrop;
 use crate::budget::{Budget, Budgets, Client, Full};
+use crate::card::Discovery;
 use crate::config::HttpConfig;
 use crate::guard::Guard;
 use crate::sessions::Sessions;
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     pub calls: TaskTracker,
     /// Paths serving the Protected Resource Metadata, and the document (auth enabled only).
     pub metadata: Option<(Vec<String>, Bytes)>,
+    /// The Server Card and the AI Catalog.
+    pub discovery: Discovery,
     /// The `WWW-Authenticate` challenge without a token (with the scopes required).
     pub challenge: HeaderValue,
     /// The challenge of a token refused (`error="invalid_token"`).
@@ -44,7 +47,7 @@ impl Shared {
         config: HttpConfig,
         guard: Guard,
         metadata: Option<(Vec<String>, Bytes)>,
-        metadata_url: &str,
+        (metadata_url, resource): (&str, &str),
     ) -> Shared {
         // The scopes were checked to need no escaping (printable ASCII, no quote or
         // backslash), as was the metadata URL (an http(s) URL).
@@ -61,7 +64,12 @@ impl Shared {
             "Bearer error=\"insufficient_scope\", scope=\"{scopes}\", resource_metadata=\"{metadata_url}\""
         );
         let shutdown = CancellationToken::new();
+        let auth = guard
+            .requires_token()
+            .then(|| (metadata_url.to_owned(), guard.scopes().to_vec()));
+        let discovery = Discovery::new(&config.path, resource, auth);
         Shared {
+            discovery,
             sessions: Sessions::new(server.clone(), &config, shutdown.clone()),
             server,
             guard,

@@ -257,11 +257,10 @@ impl ToolContext {
 
     /// [`ToolContext::request_client`] under a key the tool chooses: a modern client finds
     /// the question under `key` in `inputRequests` and answers it under the same key in
-    /// `inputResponses`, whatever the order of the tool's requests. A tool that names its
-    /// questions this way should name all of them (the numbered keys of
-    /// [`ToolContext::request_client`] could collide with a chosen one only if it were
-    /// spelled like them, `elicitation-0`). Legacy clients are asked as usual; the key is
-    /// not sent.
+    /// `inputResponses`, whatever the order of the tool's requests. Keys are the tool's to
+    /// keep apart: one spelled like those [`ToolContext::request_client`] numbers
+    /// (`elicitation-0`, `sampling-1`) would share their answers. Legacy clients are asked
+    /// as usual; the key is not sent.
     pub async fn request_client_as(
         &self,
         key: &str,

@@ -19,7 +19,10 @@ use toolwright_protocol::{
 };
 
 impl Server {
-    pub(crate) fn capabilities(&self) -> ServerCapabilities {
+    /// The capabilities this server announces now (at `initialize`, in `server/discover`,
+    /// on the Server Card): tools and logging always, resources and prompts when its
+    /// catalog has or may have some.
+    pub fn capabilities(&self) -> ServerCapabilities {
         let mut caps = ServerCapabilities {
             tools: Some(ToolsCapability {
                 list_changed: Some(true),

@@ -59,6 +59,7 @@ mod readme_example;
 mod screenshot;
 mod search_files;
 mod search_files_hardening;
+mod server_card;
 mod sql;
 mod stdio_legacy;
 mod stdio_modern;
