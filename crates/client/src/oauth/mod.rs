@@ -20,8 +20,9 @@
 //! most [`MAX_STEP_UPS`] times.
 //!
 //! Instead of the browser, [`OAuthOptions::grant`] may name a grant for a pre-registered
-//! client: client credentials, or cross-app access (an enterprise IdP's ID token exchanged
-//! for an ID-JAG, then a JWT bearer grant). With [`OAuthOptions::client_key`] the client
+//! client: client credentials, cross-app access (an enterprise IdP's ID token exchanged
+//! for an ID-JAG, then a JWT bearer grant), or a JWT bearer grant of a workload's own
+//! identity token. With [`OAuthOptions::client_key`] the client
 //! authenticates with a signed JWT (`private_key_jwt`) rather than a secret.
 //!
 //! The standard grants (the authorization URL with PKCE and state, the code exchange,
@@ -37,13 +38,14 @@ mod grants;
 mod http_client;
 mod metadata;
 mod redirect;
+mod register;
 mod token;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use url::Url;
 
 use crate::ClientError;
@@ -51,12 +53,10 @@ use crate::auth::{Authorizer, Challenge};
 use crate::peer::BoxFuture;
 
 pub use assertion::ClientKey;
-pub use grants::{CrossApp, Grant};
+pub use grants::{Assertion, CrossApp, Grant};
 
-use discovery::{
-    bearer_challenge, canonical_resource, choose_scope, resource_matches, union_scopes,
-};
-use metadata::{legacy_metadata, protected_resource_metadata, server_metadata};
+use discovery::{bearer_challenge, canonical_resource, choose_scope, union_scopes};
+use metadata::{discover_server, protected_resource_metadata};
 use token::{Tokens, secret_method};
 
 /// How many times a 403 `insufficient_scope` may send the user back to authorize.
@@ -348,6 +348,17 @@ impl OAuth {
                 .await?;
                 token::jwt_bearer(&session, &jag, scope.as_deref(), key).await?
             }
+            Grant::JwtBearer(assertion) => {
+                session.client = match self.options.client_id {
+                    Some(_) => self.preregistered(&meta)?,
+                    None => Registered {
+                        id: String::new(),
+                        secret: None,
+                        method: "none".into(),
+                    },
+                };
+                token::jwt_bearer(&session, &assertion.0, scope.as_deref(), key).await?
+            }
         };
         if tokens.scope.is_none() {
             tokens.scope = scope;
@@ -384,10 +395,16 @@ impl OAuth {
             scope.as_deref(),
         )?;
         let redirect_uri = loopback.redirect_uri.clone();
+        let expect = redirect::Expect {
+            state: state.secret(),
+            issuer: &session.issuer,
+            iss_required: meta.get("authorization_response_iss_parameter_supported")
+                == Some(&Value::Bool(true)),
+        };
         let code = loopback
             .authorize(
                 &url,
-                state.secret(),
+                &expect,
                 self.options.browser,
                 self.options.prompt.as_ref(),
             )
@@ -415,73 +432,6 @@ impl OAuth {
         };
         Ok(Registered { id, secret, method })
     }
-
-    async fn client(
-        &self,
-        meta: &Value,
-        redirect_uri: &str,
-        scope: Option<&str>,
-    ) -> Result<Registered, ClientError> {
-        let supported = auth_methods(meta);
-        if self.options.client_id.is_some() {
-            return self.preregistered(meta);
-        }
-        if let Some(doc) = &self.options.client_metadata_url
-            && meta.get("client_id_metadata_document_supported") == Some(&Value::Bool(true))
-        {
-            return Ok(Registered {
-                id: doc.clone(),
-                secret: None,
-                method: "none".into(),
-            });
-        }
-        let Some(reg) = meta.get("registration_endpoint").and_then(Value::as_str) else {
-            return Err(auth(
-                "the authorization server supports neither dynamic registration nor this client's metadata document: give --client-id",
-            ));
-        };
-        let reg =
-            Url::parse(reg).map_err(|e| auth(format!("registration_endpoint {reg:?}: {e}")))?;
-        let wanted = secret_method(true, &supported);
-        let mut body = json!({
-            "client_name": "toolwright",
-            "redirect_uris": [redirect_uri],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": wanted,
-        });
-        if let Some(s) = scope {
-            body["scope"] = json!(s);
-        }
-        let answer = fetch::post_json(&reg, &body).await?;
-        let doc = answer
-            .json
-            .filter(|_| (200..300).contains(&answer.status))
-            .ok_or_else(|| {
-                auth(format!(
-                    "dynamic registration at {reg} answered HTTP {}",
-                    answer.status
-                ))
-            })?;
-        let id = doc
-            .get("client_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| auth("the registration response has no client_id"))?;
-        let secret = doc
-            .get("client_secret")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let method = doc
-            .get("token_endpoint_auth_method")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| secret_method(secret.is_some(), &supported));
-        Ok(Registered {
-            id: id.to_owned(),
-            secret,
-            method,
-        })
-    }
 }
 
 /// The token endpoint authentication methods the server takes (RFC 8414's default when
@@ -491,53 +441,6 @@ fn auth_methods(meta: &Value) -> Vec<&str> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_else(|| vec!["client_secret_basic"])
-}
-
-/// The resource the token is for and the authorization server that issues it: the
-/// protected resource metadata (`prm`) when the endpoint has it (its `resource` must be the
-/// endpoint's, its first authorization server is asked for its metadata), else the
-/// 2025-03-26 fallback at the endpoint's origin. Returns the resource, the issuer
-/// identifier (the metadata's own, which assertions are addressed to) and the metadata.
-async fn discover_server(
-    endpoint: &Url,
-    prm: Option<&Value>,
-) -> Result<(String, String, Value), ClientError> {
-    let resource = match prm.and_then(|p| p.get("resource")).and_then(Value::as_str) {
-        Some(r) if resource_matches(r, endpoint) => r.to_owned(),
-        Some(r) => {
-            return Err(auth(format!(
-                "the protected resource metadata names {r:?}, not {endpoint}"
-            )));
-        }
-        None => canonical_resource(endpoint).to_string(),
-    };
-    let mut issuer_name = String::new();
-    let meta = match prm {
-        Some(p) => {
-            let issuer = p
-                .get("authorization_servers")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    auth("the protected resource metadata names no authorization server")
-                })?;
-            issuer_name = issuer.to_owned();
-            let issuer = Url::parse(issuer).map_err(|e| auth(format!("{issuer}: {e}")))?;
-            server_metadata(&issuer)
-                .await?
-                .ok_or_else(|| auth(format!("no authorization server metadata for {issuer}")))?
-        }
-        None => legacy_metadata(endpoint).await?,
-    };
-    // The issuer identifier, which assertions are addressed to: the metadata's own
-    // (RFC 8414 §3.3 has it equal the one it was found by).
-    if let Some(i) = meta.get("issuer").and_then(Value::as_str) {
-        issuer_name = i.to_owned();
-    } else if issuer_name.is_empty() {
-        issuer_name = endpoint.origin().ascii_serialization();
-    }
-    Ok((resource, issuer_name, meta))
 }
 
 /// A URL-valued member of the authorization server metadata.

@@ -260,6 +260,8 @@ pub(crate) fn jwt_bearer_request(
             form.append_pair("client_id", &c.id);
             form.append_pair("client_secret", secret);
         }
+        // A JWT bearer grant may name no client (RFC 7523 §3.1: the assertion does).
+        _ if c.id.is_empty() => {}
         _ => {
             form.append_pair("client_id", &c.id);
         }
