@@ -6,7 +6,9 @@
 # the pre-registered client from MCP_CONFORMANCE_CONTEXT when the scenario gives one, and
 # the suite's client metadata document URL. The client credentials scenarios use
 # `--grant client-credentials` (the secret, or the private key written to a 0600 file), the
-# cross-app access one `--grant cross-app` (the IdP's ID token in the environment).
+# cross-app access ones and enterprise-managed authorization `--grant cross-app` (the IdP's
+# ID token in the environment), workload identity federation `--grant jwt-bearer` (the
+# workload's JWT written to a 0600 file).
 # Context values are only ever passed as quoted arguments, environment values or file
 # contents, never run. TOOLWRIGHT_BIN names the binary.
 set -eu
@@ -36,11 +38,15 @@ auth/client-credentials-jwt)
     set -- "$@" --grant client-credentials --client-assertion-key "$key" ;;
 auth/client-credentials-*)
     set -- "$@" --grant client-credentials ;;
-auth/cross-app-access-*)
+auth/cross-app-access-* | auth/enterprise-managed-authorization)
     IDP_ID_TOKEN=$(field idp_id_token)
     export IDP_ID_TOKEN
     set -- "$@" --grant cross-app --id-token-env IDP_ID_TOKEN \
         --idp-token-endpoint "$(field idp_token_endpoint)" --idp-client-id "$(field idp_client_id)" ;;
+auth/wif-jwt-bearer)
+    jwt="$XDG_STATE_HOME/workload.jwt"
+    (umask 077 && field valid_jwt >"$jwt")
+    set -- "$@" --grant jwt-bearer --assertion-file "$jwt" ;;
 esac
 if [ -n "${REQUEST_TIMEOUT:-}" ]; then
     set -- "$@" --timeout "$REQUEST_TIMEOUT" --probe-timeout "$REQUEST_TIMEOUT"

@@ -5,9 +5,10 @@
 //! `$BROWSER`, a loopback redirect to 127.0.0.1), and tokens are cached in
 //! `$XDG_STATE_HOME/toolwright/oauth-tokens.json` (else `~/.local/state/…`), mode 0600.
 //! `--no-oauth` lets a 401 stand. `--grant` picks a grant without a browser instead: client
-//! credentials (with `--client-secret-env` or `--client-assertion-key`), or cross-app access
-//! (`--id-token-env` and the `--idp-*` options). Secrets are read from the environment or
-//! from files, never from the command line.
+//! credentials (with `--client-secret-env` or `--client-assertion-key`), cross-app access
+//! (`--id-token-env` and the `--idp-*` options), or a JWT bearer grant of a workload's
+//! identity token (`--assertion-file`). Secrets are read from the environment or from
+//! files, never from the command line.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use toolwright_client::oauth::{
-    ClientKey, CrossApp, Grant, OAuth, OAuthOptions, Prompt, default_cache_path,
+    Assertion, ClientKey, CrossApp, Grant, OAuth, OAuthOptions, Prompt, default_cache_path,
 };
 use toolwright_client::{Authorizer, ClientError};
 
@@ -32,6 +33,9 @@ pub enum GrantArg {
     /// --idp-token-endpoint for an ID-JAG, which the server's authorization server takes as
     /// a JWT bearer grant (needs --client-id and --idp-client-id).
     CrossApp,
+    /// Workload identity federation: a JWT the workload was issued (--assertion-file) is
+    /// presented to the authorization server as a JWT bearer grant (--client-id optional).
+    JwtBearer,
 }
 
 // How the client authorizes itself to an HTTP server that asks.
@@ -74,6 +78,10 @@ pub struct AuthArgs {
     /// identity provider, if it has one.
     #[arg(long, value_name = "VAR", requires = "idp_client_id")]
     pub idp_client_secret_env: Option<String>,
+    /// OAuth, --grant jwt-bearer: a file holding the JWT to present (a workload identity
+    /// token, its audience the authorization server), read when the grant is made.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub assertion_file: Option<PathBuf>,
     /// OAuth: the URL of this client's metadata document, used as its client ID where the
     /// authorization server supports client ID metadata documents.
     #[arg(long, value_name = "URL", requires = "url")]
@@ -151,8 +159,24 @@ impl AuthArgs {
         {
             bail!("{flag} applies only with --grant cross-app");
         }
+        if grant != GrantArg::JwtBearer && self.assertion_file.is_some() {
+            bail!("--assertion-file applies only with --grant jwt-bearer");
+        }
         Ok(match grant {
             GrantArg::AuthorizationCode => Grant::AuthorizationCode,
+            GrantArg::JwtBearer => {
+                let Some(path) = &self.assertion_file else {
+                    bail!("--grant jwt-bearer needs --assertion-file");
+                };
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("--assertion-file: cannot read {}", path.display()))?;
+                // A JWT has no white space: a trailing newline is the file's, not the token's.
+                let jwt = text.trim();
+                if jwt.is_empty() {
+                    bail!("--assertion-file {}: the file is empty", path.display());
+                }
+                Grant::JwtBearer(Assertion(jwt.to_owned()))
+            }
             GrantArg::ClientCredentials => {
                 if self.client_id.is_none() {
                     bail!("--grant client-credentials needs --client-id");

@@ -76,6 +76,7 @@ async fn main() {
             status,
             www_authenticate: www,
             url: arg.clone(),
+            dpop_nonce: None,
         };
         match oauth.challenge(ch).await {
             Ok(true) => continue,

@@ -115,6 +115,8 @@ pub(crate) struct Reply {
     pub retry: Option<Duration>,
     /// Every `WWW-Authenticate` header value, in order.
     pub www_authenticate: Vec<String>,
+    /// `DPoP-Nonce`, the nonce the server wants in the next DPoP proof (RFC 9449 §9).
+    pub dpop_nonce: Option<String>,
     /// Whether the answer was an SSE stream.
     pub sse: bool,
     /// The stream's last event id, if it set one.
@@ -319,6 +321,10 @@ async fn read_reply(
         .filter_map(|v| v.to_str().ok())
         .map(str::to_owned)
         .collect();
+    let dpop_nonce = headers
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let is_sse = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -349,6 +355,7 @@ async fn read_reply(
         text,
         retry,
         www_authenticate,
+        dpop_nonce,
         sse: is_sse,
         last_event_id,
     })

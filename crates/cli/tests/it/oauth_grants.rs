@@ -1,5 +1,5 @@
 //! The OAuth grant options (`--grant`, `--client-assertion-key`, `--id-token-env`, the
-//! `--idp-*` options): what each needs and where it applies is checked before any request
+//! `--idp-*` options, `--assertion-file`): what each needs and where it applies is checked before any request
 //! is made, with a usage error (exit 2) naming the option. The grants themselves are run
 //! against the official suite's servers in `conformance_auth.rs`.
 
@@ -112,4 +112,40 @@ fn a_client_key_that_cannot_sign_is_refused_naming_the_file() {
         );
         refused(&["--client-id", "c", "--client-assertion-key", p], p);
     }
+}
+
+#[test]
+fn the_jwt_bearer_grant_needs_a_readable_nonempty_assertion_file_and_only_it_takes_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jwt");
+    std::fs::write(&empty, "\n").unwrap();
+    let missing = dir.path().join("missing.jwt");
+    let (e, m) = (empty.to_str().unwrap(), missing.to_str().unwrap());
+    refused(
+        &["--grant", "jwt-bearer"],
+        "--grant jwt-bearer needs --assertion-file",
+    );
+    refused(
+        &["--grant", "jwt-bearer", "--assertion-file", e],
+        "the file is empty",
+    );
+    refused(
+        &["--grant", "jwt-bearer", "--assertion-file", m],
+        "--assertion-file: cannot read",
+    );
+    refused(
+        &["--assertion-file", e],
+        "--assertion-file applies only with --grant jwt-bearer",
+    );
+    refused(
+        &[
+            "--grant",
+            "client-credentials",
+            "--client-id",
+            "c",
+            "--assertion-file",
+            e,
+        ],
+        "--assertion-file applies only with --grant jwt-bearer",
+    );
 }

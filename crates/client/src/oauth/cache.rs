@@ -37,6 +37,10 @@ pub(crate) struct Entry {
     pub refresh: Option<String>,
     pub expires_at: Option<u64>,
     pub scope: Option<String>,
+    /// The session's DPoP private key (PKCS#8, base64url), when it has one.
+    pub dpop_key: Option<String>,
+    /// Whether the access token is bound to that key.
+    pub dpop_bound: bool,
 }
 
 fn key(resource: &str, issuer: &str) -> String {
@@ -71,6 +75,11 @@ pub(crate) fn load(path: &Path, resource: &str) -> Option<Entry> {
         refresh: s("refresh_token"),
         expires_at: e.get("expires_at").and_then(Value::as_u64),
         scope: s("scope"),
+        dpop_key: s("dpop_key"),
+        dpop_bound: e
+            .get("dpop_bound")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     })
 }
 
@@ -92,6 +101,8 @@ pub(crate) fn save(path: &Path, entry: &Entry) -> std::io::Result<()> {
             "refresh_token": entry.refresh,
             "expires_at": entry.expires_at,
             "scope": entry.scope,
+            "dpop_key": entry.dpop_key,
+            "dpop_bound": entry.dpop_bound,
             "saved_at": now(),
         }),
     );
@@ -136,6 +147,8 @@ mod tests {
             refresh: Some("r".into()),
             expires_at: Some(10),
             scope: None,
+            dpop_key: None,
+            dpop_bound: false,
         }
     }
 

@@ -19,9 +19,9 @@ impl BearerChallenge {
     }
 }
 
-/// The first `Bearer` challenge among the header values (RFC 9110 §11.6.1 syntax: a
-/// scheme, then `name=token` or `name="quoted"` pairs separated by commas; several
-/// challenges may share one value).
+/// The first `Bearer` or `DPoP` challenge (RFC 9449 §7.1, the same parameters) among the
+/// header values (RFC 9110 §11.6.1 syntax: a scheme, then `name=token` or `name="quoted"`
+/// pairs separated by commas; several challenges may share one value).
 pub(crate) fn bearer_challenge(values: &[String]) -> Option<BearerChallenge> {
     values.iter().find_map(|v| parse_challenges(v))
 }
@@ -75,7 +75,7 @@ fn parse_challenges(value: &str) -> Option<BearerChallenge> {
         } else {
             // A new scheme (or a token68, which Bearer challenges do not use).
             if let Some((scheme, ch)) = current.take()
-                && scheme.eq_ignore_ascii_case("bearer")
+                && token_scheme(&scheme)
                 && found.is_none()
             {
                 found = Some(ch);
@@ -85,12 +85,18 @@ fn parse_challenges(value: &str) -> Option<BearerChallenge> {
         }
     }
     if let Some((scheme, ch)) = current
-        && scheme.eq_ignore_ascii_case("bearer")
+        && token_scheme(&scheme)
         && found.is_none()
     {
         found = Some(ch);
     }
     found
+}
+
+/// The schemes of access token challenges: `Bearer`, and `DPoP` for sender-constrained
+/// tokens.
+fn token_scheme(scheme: &str) -> bool {
+    scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("dpop")
 }
 
 /// RFC 9728 §3.1: the well-known protected resource metadata URLs for a resource, the

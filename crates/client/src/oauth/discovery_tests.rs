@@ -43,6 +43,16 @@ fn bearer_challenge_in_a_later_header_or_bare() {
 }
 
 #[test]
+fn a_dpop_challenge_is_read_like_a_bearer_one() {
+    let c = bearer_challenge(&[
+        r#"DPoP error="use_dpop_nonce", resource_metadata="http://r/.well-known/x""#.into(),
+    ])
+    .unwrap();
+    assert_eq!(c.get("error"), Some("use_dpop_nonce"));
+    assert_eq!(c.get("resource_metadata"), Some("http://r/.well-known/x"));
+}
+
+#[test]
 fn protected_resource_urls_path_first_then_root() {
     assert_eq!(
         strs(resource_metadata_urls(&u("http://localhost:3000/mcp?x=1"))),

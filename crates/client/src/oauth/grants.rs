@@ -6,6 +6,9 @@
 //!   the enterprise identity provider is exchanged at the IdP's token endpoint (RFC 8693)
 //!   for an identity assertion JWT authorization grant (ID-JAG) aimed at the MCP server's
 //!   authorization server, which then takes it as a JWT bearer grant (RFC 7523 §2.1).
+//! - Workload identity federation (SEP-1933): a JWT the workload's platform issued it
+//!   (a Kubernetes service account token, a cloud's identity token) is presented to the
+//!   authorization server as a JWT bearer grant, as it is.
 
 use serde_json::Value;
 use url::Url;
@@ -34,6 +37,20 @@ pub enum Grant {
     /// Cross-app access: an ID token from the enterprise IdP, exchanged for an ID-JAG, then
     /// presented as a JWT bearer grant.
     CrossApp(CrossApp),
+    /// A JWT bearer grant (RFC 7523 §2.1) of an assertion the client was given: a
+    /// workload's identity token, addressed to the authorization server. The client ID is
+    /// optional.
+    JwtBearer(Assertion),
+}
+
+/// A JWT presented as a grant (its text is not shown by `Debug`).
+#[derive(Clone)]
+pub struct Assertion(pub String);
+
+impl std::fmt::Debug for Assertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Assertion(redacted)")
+    }
 }
 
 /// The identity provider's side of cross-app access.

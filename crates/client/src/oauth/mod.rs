@@ -12,7 +12,9 @@
 //! metadata document URL when the server advertises `client_id_metadata_document_supported`,
 //! or registered dynamically (RFC 7591). The code comes back through a loopback redirect
 //! (the URL printed to stderr, opened with `$BROWSER` when set); PKCE S256 is required
-//! (a server whose metadata does not list it is refused), `state` is checked, and
+//! (a server whose metadata does not list it is refused), `state` is checked, so is `iss`
+//! (RFC 9207: the issuer's exact string when present, and present when advertised; the
+//! metadata itself is used only when its `issuer` is the one it was found by), and
 //! `resource` (RFC 8707) is sent with every authorization and token request. The token
 //! endpoint is authenticated as the server advertises (`client_secret_basic`,
 //! `client_secret_post` or `none`). A refused token is refreshed once when there is a
@@ -20,9 +22,15 @@
 //! most [`MAX_STEP_UPS`] times.
 //!
 //! Instead of the browser, [`OAuthOptions::grant`] may name a grant for a pre-registered
-//! client: client credentials, or cross-app access (an enterprise IdP's ID token exchanged
-//! for an ID-JAG, then a JWT bearer grant). With [`OAuthOptions::client_key`] the client
-//! authenticates with a signed JWT (`private_key_jwt`) rather than a secret.
+//! client: client credentials, cross-app access (an enterprise IdP's ID token exchanged
+//! for an ID-JAG, then a JWT bearer grant), or a JWT bearer grant of a workload's own
+//! identity token. With [`OAuthOptions::client_key`] the client authenticates with a signed
+//! JWT (`private_key_jwt`) rather than a secret.
+//!
+//! Where the authorization server offers DPoP with ES256 (or the resource requires bound
+//! tokens), the session gets a key of its own and its tokens are sender-constrained
+//! (RFC 9449, see `dpop.rs`): a proof on every token request and every MCP request, the
+//! `DPoP` scheme, and the servers' nonces when they ask for them.
 //!
 //! The standard grants (the authorization URL with PKCE and state, the code exchange,
 //! refresh, client credentials, basic and body client authentication) are the `oauth2`
@@ -32,18 +40,20 @@
 mod assertion;
 mod cache;
 mod discovery;
+mod dpop;
 mod fetch;
 mod grants;
 mod http_client;
 mod metadata;
 mod redirect;
+mod register;
 mod token;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use url::Url;
 
 use crate::ClientError;
@@ -51,12 +61,11 @@ use crate::auth::{Authorizer, Challenge};
 use crate::peer::BoxFuture;
 
 pub use assertion::ClientKey;
-pub use grants::{CrossApp, Grant};
+pub use grants::{Assertion, CrossApp, Grant};
 
-use discovery::{
-    bearer_challenge, canonical_resource, choose_scope, resource_matches, union_scopes,
-};
-use metadata::{legacy_metadata, protected_resource_metadata, server_metadata};
+use discovery::{bearer_challenge, canonical_resource, choose_scope, union_scopes};
+use dpop::DpopKey;
+use metadata::{discover_server, protected_resource_metadata};
 use token::{Tokens, secret_method};
 
 /// How many times a 403 `insufficient_scope` may send the user back to authorize.
@@ -82,7 +91,8 @@ pub struct OAuthOptions {
     /// (`private_key_jwt`, RFC 7523 §2.2) instead of a secret.
     pub client_key: Option<ClientKey>,
     /// How the token is had: the authorization code grant (the default), client
-    /// credentials, or cross-app access. The last two need [`OAuthOptions::client_id`].
+    /// credentials, cross-app access (these two need [`OAuthOptions::client_id`]), or a
+    /// JWT bearer grant of a given assertion.
     pub grant: Grant,
     /// An HTTPS URL of a client ID metadata document, used as the client ID where the
     /// authorization server supports such documents.
@@ -143,6 +153,8 @@ struct State {
     expires: Option<Instant>,
     scope: Option<String>,
     session: Option<Session>,
+    /// Whether `access` is bound to the session's DPoP key.
+    dpop_bound: bool,
     step_ups: u32,
     authorizations: u32,
     cache_read: bool,
@@ -155,6 +167,8 @@ struct Session {
     token_endpoint: Url,
     client: Registered,
     resource: String,
+    /// The DPoP key of the session's tokens (RFC 9449), when the server offers DPoP.
+    dpop: Option<Arc<DpopKey>>,
 }
 
 #[derive(Clone, Debug)]
@@ -181,6 +195,17 @@ impl OAuth {
             let s = self.state.lock();
             (s.scope.clone(), s.refresh.clone(), s.session.clone())
         };
+        // RFC 9449 §9: the resource server wants its nonce in the proof; once per nonce.
+        if ch.status == 401
+            && let Some(key) = session.as_ref().and_then(|s| s.dpop.as_ref())
+            && let Some(n) = dpop::nonce_wanted(param("error").as_deref(), ch.dpop_nonce.as_deref())
+        {
+            let mut had = key.rs_nonce.lock();
+            if had.as_deref() != Some(n.as_str()) {
+                *had = Some(n);
+                return Ok(true);
+            }
+        }
         let scope = if ch.status == 403 {
             if param("error").as_deref() != Some("insufficient_scope") {
                 return Ok(false);
@@ -212,9 +237,14 @@ impl OAuth {
                         method: e.method.clone(),
                     },
                     resource: e.indicator.clone(),
+                    dpop: match &e.dpop_key {
+                        Some(k) => Some(Arc::new(DpopKey::from_cache(k)?)),
+                        None => None,
+                    },
                 };
                 let mut s = self.state.lock();
                 s.session = Some(sess.clone());
+                s.dpop_bound = e.dpop_bound;
                 s.refresh = e.refresh.clone();
                 s.scope = e.scope.clone();
                 if live {
@@ -271,6 +301,7 @@ impl OAuth {
             s.refresh = t.refresh;
         }
         s.expires = t.expires;
+        s.dpop_bound = t.dpop;
         if t.scope.is_some() {
             s.scope = t.scope;
         }
@@ -293,6 +324,8 @@ impl OAuth {
                     .expires
                     .map(|e| cache::now() + e.saturating_duration_since(Instant::now()).as_secs()),
                 scope: s.scope.clone(),
+                dpop_key: sess.dpop.as_ref().map(|k| k.to_cache()),
+                dpop_bound: s.dpop_bound,
             };
             if let Err(e) = cache::save(path, &entry) {
                 tracing::warn!(
@@ -327,6 +360,18 @@ impl OAuth {
                 method: String::new(),
             },
             resource,
+            // DPoP where the authorization server offers ES256 or the resource wants
+            // bound tokens: a new key for the new session.
+            dpop: if dpop::offered(&meta)
+                || prm
+                    .as_ref()
+                    .and_then(|p| p.get("dpop_bound_access_tokens_required"))
+                    == Some(&Value::Bool(true))
+            {
+                Some(Arc::new(DpopKey::generate()?))
+            } else {
+                None
+            },
         };
         let key = self.options.client_key.as_ref();
         let mut tokens = match &self.options.grant {
@@ -347,6 +392,17 @@ impl OAuth {
                 )
                 .await?;
                 token::jwt_bearer(&session, &jag, scope.as_deref(), key).await?
+            }
+            Grant::JwtBearer(assertion) => {
+                session.client = match self.options.client_id {
+                    Some(_) => self.preregistered(&meta)?,
+                    None => Registered {
+                        id: String::new(),
+                        secret: None,
+                        method: "none".into(),
+                    },
+                };
+                token::jwt_bearer(&session, &assertion.0, scope.as_deref(), key).await?
             }
         };
         if tokens.scope.is_none() {
@@ -384,10 +440,16 @@ impl OAuth {
             scope.as_deref(),
         )?;
         let redirect_uri = loopback.redirect_uri.clone();
+        let expect = redirect::Expect {
+            state: state.secret(),
+            issuer: &session.issuer,
+            iss_required: meta.get("authorization_response_iss_parameter_supported")
+                == Some(&Value::Bool(true)),
+        };
         let code = loopback
             .authorize(
                 &url,
-                state.secret(),
+                &expect,
                 self.options.browser,
                 self.options.prompt.as_ref(),
             )
@@ -415,73 +477,6 @@ impl OAuth {
         };
         Ok(Registered { id, secret, method })
     }
-
-    async fn client(
-        &self,
-        meta: &Value,
-        redirect_uri: &str,
-        scope: Option<&str>,
-    ) -> Result<Registered, ClientError> {
-        let supported = auth_methods(meta);
-        if self.options.client_id.is_some() {
-            return self.preregistered(meta);
-        }
-        if let Some(doc) = &self.options.client_metadata_url
-            && meta.get("client_id_metadata_document_supported") == Some(&Value::Bool(true))
-        {
-            return Ok(Registered {
-                id: doc.clone(),
-                secret: None,
-                method: "none".into(),
-            });
-        }
-        let Some(reg) = meta.get("registration_endpoint").and_then(Value::as_str) else {
-            return Err(auth(
-                "the authorization server supports neither dynamic registration nor this client's metadata document: give --client-id",
-            ));
-        };
-        let reg =
-            Url::parse(reg).map_err(|e| auth(format!("registration_endpoint {reg:?}: {e}")))?;
-        let wanted = secret_method(true, &supported);
-        let mut body = json!({
-            "client_name": "toolwright",
-            "redirect_uris": [redirect_uri],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": wanted,
-        });
-        if let Some(s) = scope {
-            body["scope"] = json!(s);
-        }
-        let answer = fetch::post_json(&reg, &body).await?;
-        let doc = answer
-            .json
-            .filter(|_| (200..300).contains(&answer.status))
-            .ok_or_else(|| {
-                auth(format!(
-                    "dynamic registration at {reg} answered HTTP {}",
-                    answer.status
-                ))
-            })?;
-        let id = doc
-            .get("client_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| auth("the registration response has no client_id"))?;
-        let secret = doc
-            .get("client_secret")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let method = doc
-            .get("token_endpoint_auth_method")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| secret_method(secret.is_some(), &supported));
-        Ok(Registered {
-            id: id.to_owned(),
-            secret,
-            method,
-        })
-    }
 }
 
 /// The token endpoint authentication methods the server takes (RFC 8414's default when
@@ -491,53 +486,6 @@ fn auth_methods(meta: &Value) -> Vec<&str> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_else(|| vec!["client_secret_basic"])
-}
-
-/// The resource the token is for and the authorization server that issues it: the
-/// protected resource metadata (`prm`) when the endpoint has it (its `resource` must be the
-/// endpoint's, its first authorization server is asked for its metadata), else the
-/// 2025-03-26 fallback at the endpoint's origin. Returns the resource, the issuer
-/// identifier (the metadata's own, which assertions are addressed to) and the metadata.
-async fn discover_server(
-    endpoint: &Url,
-    prm: Option<&Value>,
-) -> Result<(String, String, Value), ClientError> {
-    let resource = match prm.and_then(|p| p.get("resource")).and_then(Value::as_str) {
-        Some(r) if resource_matches(r, endpoint) => r.to_owned(),
-        Some(r) => {
-            return Err(auth(format!(
-                "the protected resource metadata names {r:?}, not {endpoint}"
-            )));
-        }
-        None => canonical_resource(endpoint).to_string(),
-    };
-    let mut issuer_name = String::new();
-    let meta = match prm {
-        Some(p) => {
-            let issuer = p
-                .get("authorization_servers")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    auth("the protected resource metadata names no authorization server")
-                })?;
-            issuer_name = issuer.to_owned();
-            let issuer = Url::parse(issuer).map_err(|e| auth(format!("{issuer}: {e}")))?;
-            server_metadata(&issuer)
-                .await?
-                .ok_or_else(|| auth(format!("no authorization server metadata for {issuer}")))?
-        }
-        None => legacy_metadata(endpoint).await?,
-    };
-    // The issuer identifier, which assertions are addressed to: the metadata's own
-    // (RFC 8414 §3.3 has it equal the one it was found by).
-    if let Some(i) = meta.get("issuer").and_then(Value::as_str) {
-        issuer_name = i.to_owned();
-    } else if issuer_name.is_empty() {
-        issuer_name = endpoint.origin().ascii_serialization();
-    }
-    Ok((resource, issuer_name, meta))
 }
 
 /// A URL-valued member of the authorization server metadata.
@@ -554,10 +502,33 @@ impl Authorizer for OAuth {
     fn authorization(&self) -> Option<String> {
         let s = self.state.lock();
         let live = s.expires.is_none_or(|e| Instant::now() < e);
+        let scheme = if s.dpop_bound { "DPoP" } else { "Bearer" };
         s.access
             .as_ref()
             .filter(|_| live)
-            .map(|t| format!("Bearer {t}"))
+            .map(|t| format!("{scheme} {t}"))
+    }
+
+    /// A DPoP-bound token goes with a proof made for this request (RFC 9449 §7.1: `ath`
+    /// its hash, the resource server's latest nonce); any other with the header alone.
+    fn credentials(&self, method: &str, url: &str) -> Vec<(String, String)> {
+        let Some(value) = self.authorization() else {
+            return Vec::new();
+        };
+        let mut out = vec![("Authorization".to_owned(), value)];
+        let s = self.state.lock();
+        if let (true, Some(access), Some(key)) = (
+            s.dpop_bound,
+            s.access.as_deref(),
+            s.session.as_ref().and_then(|x| x.dpop.as_ref()),
+        ) {
+            let nonce = key.rs_nonce.lock().clone();
+            match key.proof(method, url, Some(access), nonce.as_deref()) {
+                Ok(p) => out.push(("DPoP".to_owned(), p)),
+                Err(e) => tracing::warn!(target: "toolwright_client::oauth", "{e}"),
+            }
+        }
+        out
     }
 
     fn challenge(&self, challenge: Challenge) -> BoxFuture<'_, Result<bool, ClientError>> {
@@ -568,6 +539,71 @@ impl Authorizer for OAuth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+
+    fn claims(proof: &str) -> Value {
+        let part = proof.split('.').nth(1).unwrap();
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    /// An authorizer holding a token, DPoP-bound or not.
+    fn holding(token: &str, dpop: bool) -> Arc<OAuth> {
+        let oauth = OAuth::new(OAuthOptions::default());
+        {
+            let mut s = oauth.state.lock();
+            s.access = Some(token.into());
+            s.dpop_bound = dpop;
+            s.session = Some(Session {
+                endpoint: "http://127.0.0.1:9/mcp".into(),
+                issuer: "http://127.0.0.1:9".into(),
+                token_endpoint: Url::parse("http://127.0.0.1:9/token").unwrap(),
+                client: Registered {
+                    id: "c".into(),
+                    secret: None,
+                    method: "none".into(),
+                },
+                resource: "http://127.0.0.1:9/mcp".into(),
+                dpop: Some(Arc::new(DpopKey::generate().unwrap())),
+            });
+        }
+        oauth
+    }
+
+    #[tokio::test]
+    async fn a_dpop_token_goes_with_a_proof_and_the_servers_nonce_once_asked() {
+        let url = "http://127.0.0.1:9/mcp?x=1";
+        let oauth = holding("tok", true);
+        let creds = oauth.credentials("POST", url);
+        assert_eq!(creds[0], ("Authorization".into(), "DPoP tok".into()));
+        assert_eq!(creds[1].0, "DPoP");
+        let c = claims(&creds[1].1);
+        assert_eq!(c["htm"], "POST");
+        assert_eq!(c["htu"], "http://127.0.0.1:9/mcp");
+        assert!(c["ath"].is_string() && c.get("nonce").is_none(), "{c}");
+        let challenge = |nonce: Option<&str>| Challenge {
+            status: 401,
+            www_authenticate: vec![r#"DPoP error="use_dpop_nonce", algs="ES256""#.into()],
+            url: url.into(),
+            dpop_nonce: nonce.map(str::to_owned),
+        };
+        // The nonce is taken, and the request may go again.
+        assert!(oauth.handle(challenge(Some("rs-1"))).await.unwrap());
+        let again = oauth.credentials("POST", url);
+        assert_eq!(claims(&again[1].1)["nonce"], "rs-1");
+        assert_ne!(claims(&again[1].1)["jti"], c["jti"]);
+    }
+
+    #[test]
+    fn a_bearer_token_goes_alone() {
+        let oauth = holding("tok", false);
+        assert_eq!(
+            oauth.credentials("GET", "http://127.0.0.1:9/mcp"),
+            vec![("Authorization".to_owned(), "Bearer tok".to_owned())]
+        );
+    }
 
     #[test]
     fn token_endpoint_auth_follows_the_server() {

@@ -2,13 +2,13 @@
 //! with PKCE, refresh, client credentials) and by hand where it does not (the JWT bearer
 //! grant of cross-app access); either way the client is authenticated as the server
 //! advertises (`client_secret_basic`, `client_secret_post`, `none`, or a `private_key_jwt`
-//! assertion), every request names the `resource` (RFC 8707), and the answer is read as
-//! `oauth2`'s standard token response.
+//! assertion), every request names the `resource` (RFC 8707) and carries a DPoP proof when
+//! the session has a key, and the answer is read as `oauth2`'s standard token response.
 
 use std::time::Instant;
 
 use base64::Engine;
-use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
+use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse, BasicTokenType};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
     EndpointSet, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError,
@@ -17,7 +17,7 @@ use oauth2::{
 use url::Url;
 
 use super::assertion::{ClientKey, JWT_BEARER_ASSERTION};
-use super::{Session, auth, fetch, http_client};
+use super::{Session, auth, http_client};
 use crate::ClientError;
 
 /// What a token endpoint granted.
@@ -26,6 +26,9 @@ pub(crate) struct Tokens {
     pub refresh: Option<String>,
     pub expires: Option<Instant>,
     pub scope: Option<String>,
+    /// Whether the token is bound to the session's DPoP key (`token_type` DPoP, RFC 9449
+    /// §5): it is then presented with the `DPoP` scheme and a proof.
+    pub dpop: bool,
 }
 
 impl From<BasicTokenResponse> for Tokens {
@@ -37,6 +40,7 @@ impl From<BasicTokenResponse> for Tokens {
             scope: t
                 .scopes()
                 .map(|s| s.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" ")),
+            dpop: matches!(t.token_type(), BasicTokenType::Extension(k) if k.eq_ignore_ascii_case("dpop")),
         }
     }
 }
@@ -95,6 +99,20 @@ fn extra_params(
     Ok(out)
 }
 
+/// A token request's answer, as `oauth2`'s HTTP client gives it.
+type Answer = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<oauth2::HttpResponse, ClientError>> + Send>,
+>;
+
+/// `oauth2`'s HTTP client for the session's token requests: with its DPoP key, if any.
+fn send(session: &Session) -> impl Fn(oauth2::HttpRequest) -> Answer + use<> {
+    let key = session.dpop.clone();
+    move |r| {
+        let key = key.clone();
+        Box::pin(async move { http_client::send(r, key.as_deref()).await })
+    }
+}
+
 fn scopes(scope: Option<&str>) -> impl Iterator<Item = Scope> + '_ {
     scope
         .unwrap_or_default()
@@ -142,7 +160,7 @@ pub(crate) async fn exchange_code(
     for (k, v) in extra_params(session, key)? {
         request = request.add_extra_param(k, v);
     }
-    let answer = request.request_async(&http_client::send).await;
+    let answer = request.request_async(&send(session)).await;
     answer.map(Tokens::from).map_err(refused)
 }
 
@@ -158,7 +176,7 @@ pub(crate) async fn refresh(
     for (k, v) in extra_params(session, key)? {
         request = request.add_extra_param(k, v);
     }
-    let answer = request.request_async(&http_client::send).await;
+    let answer = request.request_async(&send(session)).await;
     answer.map(Tokens::from).map_err(refused)
 }
 
@@ -175,7 +193,7 @@ pub(crate) async fn client_credentials(
     for (k, v) in extra_params(session, key)? {
         request = request.add_extra_param(k, v);
     }
-    let answer = request.request_async(&http_client::send).await;
+    let answer = request.request_async(&send(session)).await;
     answer.map(Tokens::from).map_err(refused)
 }
 
@@ -217,11 +235,11 @@ pub(crate) async fn jwt_bearer(
     key: Option<&ClientKey>,
 ) -> Result<Tokens, ClientError> {
     let (body, headers) = jwt_bearer_request(session, assertion, scope, key)?;
-    let raw = fetch::request(
+    let raw = http_client::token_request(
         &session.token_endpoint,
-        "POST",
         Some(("application/x-www-form-urlencoded", body)),
         headers,
+        session.dpop.as_deref(),
     )
     .await?;
     if raw.status != 200 {
@@ -260,6 +278,8 @@ pub(crate) fn jwt_bearer_request(
             form.append_pair("client_id", &c.id);
             form.append_pair("client_secret", secret);
         }
+        // A JWT bearer grant may name no client (RFC 7523 §3.1: the assertion does).
+        _ if c.id.is_empty() => {}
         _ => {
             form.append_pair("client_id", &c.id);
         }

@@ -13,6 +13,7 @@ fn session(method: &str, secret: Option<&str>) -> Session {
             method: method.into(),
         },
         resource: "http://mcp.example/mcp".into(),
+        dpop: None,
     }
 }
 

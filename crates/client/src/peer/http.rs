@@ -164,8 +164,8 @@ impl Inner {
         let mut challenges = 0;
         loop {
             let mut headers = ex.headers.to_vec();
-            if let Some(value) = auth.and_then(|a| a.authorization()) {
-                headers.push(("Authorization".to_owned(), value));
+            if let Some(a) = auth {
+                headers.extend(a.credentials(ex.method.as_str(), &h.endpoint.url));
             }
             let attempt = Exchange {
                 method: ex.method.clone(),
@@ -196,6 +196,7 @@ impl Inner {
             let challenge = Challenge {
                 status: reply.status,
                 www_authenticate: reply.www_authenticate.clone(),
+                dpop_nonce: reply.dpop_nonce.clone(),
                 url: h.endpoint.url.clone(),
             };
             // The authorizer's own requests trust what this endpoint's connection does.

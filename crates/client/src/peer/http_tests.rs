@@ -8,6 +8,7 @@ fn reply(status: u16, text: &str, www: &[&str]) -> Reply {
         text: text.to_owned(),
         retry: None,
         www_authenticate: www.iter().map(|s| (*s).to_owned()).collect(),
+        dpop_nonce: None,
         sse: false,
         last_event_id: None,
     }
