@@ -58,6 +58,7 @@ mod readme_example;
 mod screenshot;
 mod search_files;
 mod search_files_hardening;
+mod skills;
 mod sql;
 mod stdio_legacy;
 mod stdio_modern;
