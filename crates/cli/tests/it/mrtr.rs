@@ -51,7 +51,10 @@ fn resources_list_read_and_templates() {
         [
             "test://static-binary",
             "test://static-text",
-            "test://watched-resource"
+            "test://watched-resource",
+            // The fixture skills' SKILL.md files, after the catalog's own resources.
+            "skill://examples/hello-world/SKILL.md",
+            "skill://pdf-processing/SKILL.md"
         ]
     );
 
