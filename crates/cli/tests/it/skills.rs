@@ -302,3 +302,35 @@ fn the_cli_refuses_a_tampered_file() {
         String::from_utf8_lossy(&ok.stderr)
     );
 }
+
+#[test]
+fn modern_requests_over_stdio_carry_the_cache_fields() {
+    let dir = skills_dir();
+    let root = dir.path().join("skills");
+    let mut s = Server::start(&["--skills", root.to_str().unwrap()]);
+    let discover = s.modern("server/discover", json!({}));
+    let ext = &discover["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"];
+    assert_eq!(ext, &json!({"directoryRead": true}), "{discover}");
+    for (method, params) in [
+        ("skills/list", json!({})),
+        ("skills/get", json!({"uri": "skill://team/hello/SKILL.md"})),
+        (
+            "resources/directory/read",
+            json!({"uri": "skill://team/hello"}),
+        ),
+        (
+            "resources/read",
+            json!({"uri": "skill://team/hello/SKILL.md"}),
+        ),
+    ] {
+        let r = s.modern(method, params);
+        let res = &r["result"];
+        assert_eq!(res["resultType"], "complete", "{method}: {r}");
+        assert!(
+            res["ttlMs"].is_u64() && res["cacheScope"].is_string(),
+            "{method}: {r}"
+        );
+    }
+    let bad_cursor = s.modern("skills/list", json!({"cursor": "7"}));
+    assert_eq!(bad_cursor["error"]["code"], -32602, "{bad_cursor}");
+}
