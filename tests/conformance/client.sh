@@ -51,6 +51,14 @@ sep-2322-client-request-state)
     "$tw" call --url "$url" --yes test_mrtr_unrelated
     "$tw" call --url "$url" --yes --elicit accept-defaults test_mrtr_no_state
     exec "$tw" call --url "$url" --yes test_mrtr_no_result_type ;;
+# Skills (SEP-2640): list reads the listing only; get loads a skill whole (--out), each
+# file verified against the listing, so a tampered SKILL.md stops it before FORMS.md.
+sep-2640-client-no-prefetch)
+    exec "$tw" skills list --url "$url" ;;
+sep-2640-client-verify-digest|sep-2640-client-verify-size|sep-2640-client-verify-frontmatter)
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+    "$tw" skills get --url "$url" --out "$out" pdf-processing ;;
 *)
     echo "client.sh: no mapping for scenario '${MCP_CONFORMANCE_SCENARIO:-}'" >&2
     exit 2 ;;

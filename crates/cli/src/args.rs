@@ -40,6 +40,9 @@ pub enum Command {
     Lint(crate::lint_cmd::LintArgs),
     /// List the tools of any MCP server (`-- CMD ARGS...` for stdio, or --url).
     List(crate::client_cmd::ListArgs),
+    /// The skills of any MCP server (Skills extension): list them, or get one's files,
+    /// each verified against the listing.
+    Skills(crate::skills_cmd::SkillsArgs),
     /// The pinned definitions of upstream servers' tools: list them, accept changed ones.
     Trust(crate::trust_cmd::TrustArgs),
     /// Print the `api_keys:` entry of a key (its SHA-256 digest): from stdin, or --generate.
@@ -231,6 +234,11 @@ pub struct ServeArgs {
     /// does not load is logged and ignored).
     #[arg(long)]
     pub no_watch: bool,
+    /// Serve the skills in DIR (the MCP Skills extension): each directory below it that
+    /// holds a SKILL.md is a skill, served at skill://PATH/ with its files' digests. In
+    /// place of the tool files' `skills:`.
+    #[arg(long, value_name = "DIR")]
+    pub skills: Option<PathBuf>,
     /// How they run.
     #[command(flatten)]
     pub run: RunArgs,

@@ -19,6 +19,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(a) => crate::call_cmd::call(a),
         Command::Lint(a) => crate::lint_cmd::run(a),
         Command::List(a) => crate::client_cmd::list(a),
+        Command::Skills(a) => crate::skills_cmd::run(a),
         Command::Trust(a) => crate::trust_cmd::run(a),
         Command::HashKey(a) => crate::keys_cmd::run(a),
         Command::Import(a) => crate::import_cmd::run(a),
@@ -80,6 +81,12 @@ fn load_declared(
         eprintln!("toolwright: warning: {w}");
     }
     Ok((declared, gateway, builtins))
+}
+
+/// The skills below `dir`, for `serve --skills` or a tool file's `skills:` (`what`).
+fn load_skills(dir: &std::path::Path, what: &str) -> Result<toolwright_server::skills::SkillSet> {
+    toolwright_declared::skills::load(dir)
+        .with_context(|| format!("{what} {}: nothing was served", dir.display()))
 }
 
 fn read_gateway(
@@ -221,6 +228,9 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         set.register(&server)
             .with_context(|| format!("--fixtures {set}"))?;
     }
+    if let Some(dir) = &servers.skills {
+        server.set_skills(load_skills(dir, "skills:")?);
+    }
     Ok(Built {
         server,
         files,
@@ -348,6 +358,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         eprint!("{}", terminal_note(&built));
     }
     let server = built.server;
+    if let Some(dir) = &a.skills {
+        server.set_skills(load_skills(dir, "--skills")?);
+    }
     let gateway = built.gateway;
     let api_keys = built.api_keys;
     if a.http.addr.is_none() && !api_keys.is_empty() {

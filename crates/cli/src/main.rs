@@ -17,6 +17,7 @@ mod keys_cmd;
 mod limits;
 mod lint_cmd;
 mod logging;
+mod skills_cmd;
 mod trust_cmd;
 mod views;
 

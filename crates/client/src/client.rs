@@ -212,6 +212,11 @@ impl Client {
         self.capabilities.as_ref()
     }
 
+    /// The connection, for the requests other modules make.
+    pub(crate) fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
     /// The target this client is connected to.
     pub fn target(&self) -> &Target {
         self.peer.target()

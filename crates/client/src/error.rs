@@ -95,6 +95,15 @@ pub enum ClientError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A skill file that does not match the entry the server listed for it (size,
+    /// digest or frontmatter): its content is not used.
+    #[error("{uri}: refused, it does not match its skill entry: {why}")]
+    Unverified {
+        /// The file.
+        uri: String,
+        /// What differs.
+        why: String,
+    },
     /// The server sent something that is not valid MCP.
     #[error("the server sent an invalid {what}: {detail}")]
     Malformed {

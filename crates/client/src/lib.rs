@@ -43,6 +43,7 @@ mod error;
 mod http;
 pub mod oauth;
 mod peer;
+mod skills;
 mod sse;
 pub mod trust;
 mod validate;

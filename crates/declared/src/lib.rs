@@ -19,6 +19,7 @@
 //! - [`tool`]: a declared tool as a server [`toolwright_server::Tool`].
 //! - [`load`]: loading files all or nothing.
 //! - [`watch`]: hot reload.
+//! - [`skills`]: skills read from a directory, beneath it, for the Skills extension.
 //! - [`error`]: call errors (and the file's, re-exported).
 
 // The test-table helper (`table! { check; (a, b, ...); ... }`), for every test module.
@@ -31,6 +32,7 @@ pub mod error;
 pub mod http;
 pub mod load;
 pub mod shape;
+pub mod skills;
 pub mod sql;
 pub mod tool;
 pub mod watch;

@@ -61,6 +61,8 @@ pub struct GatewayConfig {
     pub api_keys: Vec<crate::api_keys::ApiKeyConfig>,
     /// `limits:` of the files, if one sets it ([`crate::limits`]).
     pub limits: Option<crate::limits::LimitsConfig>,
+    /// `skills:` of the files, relative to its file's directory ([`crate::skills`]).
+    pub skills: Option<PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -74,6 +76,7 @@ impl Default for GatewayConfig {
             views: Vec::new(),
             api_keys: Vec::new(),
             limits: None,
+            skills: None,
         }
     }
 }
@@ -215,6 +218,7 @@ pub fn read_config(docs: &[Document]) -> Result<GatewayConfig, LoadError> {
     crate::views::read(docs, &mut config.views, &mut problems);
     crate::api_keys::read(docs, &mut config.api_keys, &mut problems);
     config.limits = crate::limits::read(docs, &config.views, &mut problems);
+    config.skills = crate::skills::read(docs, &mut problems);
     check_namespaces(docs, &config, &mut problems);
     if problems.is_empty() {
         Ok(config)

@@ -64,6 +64,8 @@ pub struct Document {
     pub sources: Vec<(String, Value)>,
     /// `api_keys:` as written.
     pub api_keys: Option<Value>,
+    /// `skills:` as written.
+    pub skills: Option<Value>,
 }
 
 impl Document {
@@ -76,7 +78,7 @@ impl Document {
         let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let value = syntax(file, format, body)?;
         check_top_level(file, format, &text, &value)?;
-        let (tools, bare, servers, gateway, (builtins, views, api_keys, limits), sources) =
+        let (tools, bare, servers, gateway, (builtins, views, api_keys, limits), sources, skills) =
             match serde_json::from_value::<FileSpec>(value) {
                 Ok(FileSpec::Bare(v)) => (
                     v,
@@ -85,6 +87,7 @@ impl Document {
                     None,
                     (None, None, None, None),
                     Vec::new(),
+                    None,
                 ),
                 Ok(FileSpec::Tools(f)) => (
                     f.tools,
@@ -93,6 +96,7 @@ impl Document {
                     f.gateway,
                     (f.builtins, f.views, f.api_keys, f.limits),
                     f.sources.unwrap_or_default().into_iter().collect(),
+                    f.skills,
                 ),
                 Err(_) => return Err(shape_error(file)),
             };
@@ -109,6 +113,7 @@ impl Document {
             limits,
             sources,
             api_keys,
+            skills,
             index: OnceLock::new(),
         })
     }

@@ -50,6 +50,7 @@ pub mod model;
 pub mod paths;
 pub mod rules;
 pub mod servers;
+pub mod skills;
 pub mod sql;
 pub mod template;
 pub mod uri;

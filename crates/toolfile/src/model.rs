@@ -32,7 +32,7 @@ impl FileSpec {
 
 /// The members of a file that is a mapping.
 pub const FILE_KEYS: &[&str] = &[
-    "tools", "servers", "gateway", "builtins", "views", "limits", "sources", "api_keys",
+    "tools", "servers", "gateway", "builtins", "views", "limits", "sources", "api_keys", "skills",
 ];
 
 /// `{tools: [...], servers: {...}, gateway: {...}}`: declared tools, upstream servers
@@ -66,6 +66,9 @@ pub struct ToolsFile {
     /// `api_keys:` as written (read by [`crate::config::read_config`]).
     #[serde(default)]
     pub api_keys: Option<Value>,
+    /// `skills:` as written: a directory of skills (read by [`crate::skills::read`]).
+    #[serde(default)]
+    pub skills: Option<Value>,
 }
 
 /// One declared tool: the MCP `Tool` fields, an action and how its output is shaped.

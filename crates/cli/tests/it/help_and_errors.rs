@@ -48,6 +48,8 @@ fn help() {
         ("help_trust", &["trust", "--help"]),
         ("help_trust_accept", &["trust", "accept", "--help"]),
         ("help_trust_list", &["trust", "list", "--help"]),
+        ("help_skills", &["skills", "--help"]),
+        ("help_skills_get", &["skills", "get", "--help"]),
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(0), "{args:?}");

@@ -60,6 +60,7 @@ mod screenshot;
 mod search_files;
 mod search_files_hardening;
 mod server_card;
+mod skills;
 mod sql;
 mod stdio_legacy;
 mod stdio_modern;
