@@ -8,7 +8,7 @@
 //! here rather than checked against the official schema.
 
 use crate::http_client::*;
-use crate::util::{MODERN, Server};
+use crate::util::{MODERN, Server, run_cli};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,6 +28,12 @@ const TOOLS: &str = r#"tools:
     annotations: {readOnlyHint: true, openWorldHint: false}
     command: [/bin/sh, -c, "sleep 1000 & echo $! > pids; echo $$ >> pids; wait"]
     timeout: 10m
+    task: required
+  - name: required_job
+    description: Says done, only as a task.
+    inputSchema: {type: object}
+    annotations: {readOnlyHint: true, openWorldHint: false}
+    command: [/bin/echo, done]
     task: required
   - name: plain
     description: Says hello, never as a task.
@@ -430,4 +436,20 @@ fn a_listen_stream_hears_the_changes_of_the_tasks_it_names() {
     );
     let ack = s.recv();
     assert_eq!(ack["params"]["notifications"], json!({}), "{ack}");
+}
+
+#[test]
+fn toolwright_call_follows_a_tool_that_runs_only_as_a_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tools.yaml");
+    std::fs::write(&file, TOOLS).unwrap();
+    let o = run_cli(&["call", "--config", file.to_str().unwrap(), "required_job"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["content"][0]["text"], "done\n", "{v}");
 }
