@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolwright_protocol::ProtocolVersion;
+use toolwright_jsonrpc::ErrorObject;
+use toolwright_protocol::{ProtocolVersion, TaskSupport};
 
 /// Closes a gateway's upstreams when dropped.
 struct CloseOnDrop(Option<Arc<toolwright_gateway::Gateway>>);
@@ -37,6 +38,7 @@ pub(crate) fn call(a: CallArgs) -> Result<ExitCode> {
         exposed: false,
         stdio_view: None,
         shared_limits: None,
+        task_mirror: None,
     })?;
     // The gateway runs the upstreams' connections: it lives until the call is answered,
     // and closes its upstreams however this returns.
@@ -57,24 +59,90 @@ pub(crate) fn call(a: CallArgs) -> Result<ExitCode> {
         false => given.hint(&args),
     };
     let rt = runtime()?;
+    // A tool that runs only as a task is called as one and its task followed to the end.
+    let as_task = entry
+        .definition
+        .execution
+        .as_ref()
+        .and_then(|e| e.task_support)
+        == Some(TaskSupport::Required);
+    let caps = match as_task {
+        true => json!({"extensions": {toolwright_server::task::EXTENSION: {}}}),
+        false => json!({}),
+    };
     let request = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {
-            "name": a.tool, "arguments": args,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": ProtocolVersion::LATEST.as_str(),
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }
-        }
+        "params": {"name": a.tool, "arguments": args, "_meta": meta(&caps)}
     });
     let reply = rt
-        .block_on(toolwright_server::dispatch::call_in_process(
-            &server, &request,
-        ))
+        .block_on(async {
+            let reply = toolwright_server::dispatch::call_in_process(&server, &request).await?;
+            match as_task {
+                true => follow_task(&server, reply, &caps).await,
+                false => Ok(reply),
+            }
+        })
         .map_err(|e| anyhow::anyhow!(e.message));
     toolwright_tools::screenshot::close_browsers();
     let reply = reply?;
     report_reply(&a.tool, &reply, hint.as_deref())
+}
+
+/// The `_meta` of an in-process request with these client capabilities.
+fn meta(caps: &Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": ProtocolVersion::LATEST.as_str(),
+        "io.modelcontextprotocol/clientCapabilities": caps
+    })
+}
+
+/// Follows the task a `tools/call` reply created (polling `tasks/get`) and returns the
+/// reply the call would have had as a plain call: the task's result or error. Any other
+/// reply is returned as it is.
+async fn follow_task(
+    server: &toolwright_server::Server,
+    reply: Vec<u8>,
+    caps: &Value,
+) -> Result<Vec<u8>, ErrorObject> {
+    let v: Value =
+        serde_json::from_slice(&reply).map_err(|e| ErrorObject::internal(e.to_string()))?;
+    let Some(id) = v["result"]["taskId"]
+        .as_str()
+        .filter(|_| v["result"]["resultType"] == "task")
+    else {
+        return Ok(reply);
+    };
+    let get = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+        "params": {"taskId": id, "_meta": meta(caps)}
+    });
+    loop {
+        let line = toolwright_server::dispatch::call_in_process(server, &get).await?;
+        let v: Value =
+            serde_json::from_slice(&line).map_err(|e| ErrorObject::internal(e.to_string()))?;
+        let task = &v["result"];
+        let done = match task["status"].as_str() {
+            Some("completed") => json!({"result": task["result"]}),
+            Some("failed") => json!({"error": task["error"]}),
+            Some("input_required") => {
+                return Err(ErrorObject::internal(
+                    "the task asks questions, which `toolwright call` cannot answer",
+                ));
+            }
+            Some("cancelled") => return Err(ErrorObject::internal("the task was cancelled")),
+            Some(_) => {
+                let wait = task["pollIntervalMs"].as_u64().unwrap_or(200).min(1_000);
+                tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                continue;
+            }
+            None => return Ok(line),
+        };
+        let mut out = json!({"jsonrpc": "2.0", "id": 1});
+        out.as_object_mut()
+            .expect("an object")
+            .extend(done.as_object().expect("an object").clone());
+        return Ok(serde_json::to_vec(&out).expect("serializes"));
+    }
 }
 
 /// A `tools/call` reply as `call` shows it: the result on stdout (exit 0, or 1 when it is

@@ -61,6 +61,9 @@ pub(crate) struct Settings<'a> {
     /// Where `limits:` are counted when replicas share them (`--session-store`); none: in
     /// this process.
     pub(crate) shared_limits: Option<Arc<dyn toolwright_server::limit::Counters>>,
+    /// Where tasks are copied for the other replicas' `tasks/get` (`--session-store`);
+    /// none: a task is known to this process only.
+    pub(crate) task_mirror: Option<Arc<dyn toolwright_server::task::TaskMirror>>,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -140,8 +143,10 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         exposed,
         stdio_view,
         shared_limits,
+        task_mirror,
     } = settings;
     let mut config = server_config(a, p, telemetry)?;
+    config.task_mirror = task_mirror.clone();
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
     info.title = Some("toolwright".into());
     info.description = Some(
@@ -351,6 +356,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         exposed: a.http.addr.as_deref().is_some_and(beyond_loopback),
         stdio_view: a.view.as_deref(),
         shared_limits: crate::http_settings::shared_limits(&a.http)?,
+        task_mirror: crate::http_settings::task_mirror(&a.http)?,
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -595,6 +601,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         exposed: false,
         stdio_view: None,
         shared_limits: None,
+        task_mirror: None,
     })?
     .server;
     let defs = definitions(&server);

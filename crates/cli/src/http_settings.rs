@@ -82,6 +82,18 @@ pub(crate) fn shared_limits(
     }))
 }
 
+/// Where tasks are copied when `--session-store` names a Redis: there too, on a connection
+/// of their own, so `tasks/get` on any replica finds them.
+pub(crate) fn task_mirror(
+    a: &HttpArgs,
+) -> Result<Option<Arc<dyn toolwright_server::task::TaskMirror>>> {
+    Ok(redis_store(a)?.map(|store| {
+        let tasks: Arc<dyn toolwright_server::task::TaskMirror> =
+            Arc::new(toolwright_sessions_redis::RedisTasks::new(store));
+        tasks
+    }))
+}
+
 /// The shared session store `--session-store` names.
 fn session_store(
     a: &HttpArgs,

@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use toolwright_protocol::{CallToolResult, Content, Tool as ToolDefinition};
+use toolwright_protocol::{TaskSupport, ToolExecution};
 use toolwright_server::registry::Entry;
 use toolwright_server::{RegisterError, Tool, ToolContext, ToolFuture};
 use toolwright_toolfile::input::InputInfo;
@@ -135,6 +136,11 @@ impl DeclaredTool {
         } else {
             Shaper::compile(spec.output.as_ref(), definition.output_schema.as_ref())?
         };
+        if let Some(support) = spec.task.filter(|s| *s != TaskSupport::Forbidden) {
+            definition.execution = Some(ToolExecution {
+                task_support: Some(support),
+            });
+        }
         Ok(DeclaredTool {
             definition,
             action,

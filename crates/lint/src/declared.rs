@@ -13,7 +13,15 @@ use crate::keywords::TOOL_FIELDS;
 use crate::{Finding, Options, Report, Rule, Severity, actions, lint_set};
 
 /// The members of a declared tool that are not part of its MCP definition.
-const ACTION_FIELDS: &[&str] = &["command", "http", "sql", "output", "timeout", "arguments"];
+const ACTION_FIELDS: &[&str] = &[
+    "command",
+    "http",
+    "sql",
+    "output",
+    "timeout",
+    "task",
+    "arguments",
+];
 
 /// Other spellings the loader accepts for definition members, and the member they mean.
 const ALIASES: &[(&str, &str)] = &[

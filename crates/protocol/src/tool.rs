@@ -54,6 +54,15 @@ impl Tool {
         }
     }
 
+    /// Sets whether the tool may run as a task (`execution.taskSupport`; shown to
+    /// 2025-11-25 clients, and what the server follows for every client).
+    pub fn with_task_support(mut self, support: TaskSupport) -> Self {
+        self.execution = Some(ToolExecution {
+            task_support: Some(support),
+        });
+        self
+    }
+
     /// Sets the description.
     pub fn with_description(mut self, d: impl Into<String>) -> Self {
         self.description = Some(d.into());

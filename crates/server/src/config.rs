@@ -72,6 +72,9 @@ pub struct Config {
     /// Most tasks kept at once (running or finished); past it a tool that may run either
     /// way runs as a plain call, and one that must run as a task is refused.
     pub max_tasks: usize,
+    /// Where tasks are copied for other replicas to read with `tasks/get` (none, the
+    /// default: a task is known to the process that runs it only).
+    pub task_mirror: Option<std::sync::Arc<dyn crate::task::TaskMirror>>,
 }
 
 impl Default for Config {
@@ -98,6 +101,7 @@ impl Default for Config {
             task_timeout: Duration::from_secs(3600),
             task_poll_interval: Duration::from_millis(500),
             max_tasks: 10_000,
+            task_mirror: None,
         }
     }
 }

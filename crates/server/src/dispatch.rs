@@ -278,7 +278,7 @@ impl Server {
             Method::ToolsList => self.tools_list(session, id, params)?,
             Method::LoggingSetLevel => self.set_level(session, id, params)?,
             Method::SubscriptionsListen => return self.listen(session, id.clone(), params, sink),
-            Method::TasksGet => self.tasks_get(session, id, params)?,
+            Method::TasksGet => return self.tasks_get(session, id, params),
             Method::TasksUpdate => self.tasks_update(session, id, params)?,
             Method::TasksCancel => self.tasks_cancel(session, id, params)?,
             Method::ResourcesList | Method::ResourceTemplatesList | Method::PromptsList

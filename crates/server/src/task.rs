@@ -23,6 +23,7 @@
 //! is kept for [`Config::task_ttl`](crate::Config::task_ttl) after its last change, then
 //! forgotten; `tasks/get` for an unknown or forgotten id is -32602.
 
+use crate::catalog::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -80,9 +81,24 @@ pub(crate) struct State {
     pub answers: Map<String, Value>,
 }
 
+/// Where tasks are copied so that other replicas of the server can read them (a shared
+/// store such as Redis; `toolwright-sessions-redis` has one). The replica that runs a task
+/// saves it at every change; another one loads it for `tasks/get` when it has no such task.
+pub trait TaskMirror: std::fmt::Debug + Send + Sync + 'static {
+    /// Saves `record` (opaque text) under `id`, unless the store holds a record of a later
+    /// `seq` for it already; the store keeps it for `keep`.
+    fn save(&self, id: &str, seq: u64, record: String, keep: Duration) -> BoxFuture<'static, ()>;
+
+    /// The record saved under `id`, if the store has one.
+    fn load(&self, id: &str) -> BoxFuture<'static, Option<String>>;
+}
+
 /// One task.
 pub(crate) struct Task {
     pub id: String,
+    /// Counts the task's saves to a [`TaskMirror`], so that a late one never overwrites a
+    /// newer.
+    pub seq: std::sync::atomic::AtomicU64,
     /// The verified subject of the caller that made it; only it may see the task.
     pub owner: Option<String>,
     pub created: SystemTime,
@@ -133,6 +149,7 @@ impl Tasks {
         }
         let task = Arc::new(Task {
             id: fresh_id(),
+            seq: Default::default(),
             owner,
             created: now,
             state: Mutex::new(State {

@@ -92,6 +92,31 @@ impl TaskCall {
     }
 }
 
+/// Why a `tasks/*` request reaches no task of this process.
+enum Refusal {
+    /// Refused with this error.
+    Error(ErrorObject),
+    /// This process has no such task for this caller.
+    Missing { era: Era, task_id: String },
+}
+
+impl From<ErrorObject> for Refusal {
+    fn from(e: ErrorObject) -> Self {
+        Refusal::Error(e)
+    }
+}
+
+impl From<Refusal> for ErrorObject {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Error(e) => e,
+            Refusal::Missing { task_id, .. } => {
+                ErrorObject::invalid_params(format!("Unknown task: {task_id}"))
+            }
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct TaskParams {
     #[serde(rename = "taskId")]
@@ -111,6 +136,51 @@ impl Server {
     fn announce(&self, task: &Task) {
         let (ttl, poll) = self.task_settings();
         self.inner.tasks.announce(task, ttl, poll);
+        self.mirror(task);
+    }
+
+    /// Copies the task to the [`TaskMirror`](crate::task::TaskMirror), if there is one.
+    fn mirror(&self, task: &Task) {
+        let cfg = &self.inner.config;
+        let (Some(mirror), Ok(rt)) = (&cfg.task_mirror, tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let detailed = task.detailed(cfg.task_ttl, cfg.task_poll_interval);
+        let keep = match detailed["status"].as_str() {
+            Some("completed" | "failed" | "cancelled") => cfg.task_ttl,
+            _ => cfg.task_ttl + cfg.task_timeout,
+        };
+        let record = json!({"owner": task.owner, "task": detailed}).to_string();
+        let seq = task.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        rt.spawn(mirror.save(&task.id, seq, record, keep));
+    }
+
+    /// `tasks/get` for a task this process does not have: the mirror's copy, read as its
+    /// owner may (-32602 when there is none).
+    fn mirrored_get(
+        &self,
+        id: &RequestId,
+        era: Era,
+        task_id: String,
+        owner: Option<String>,
+    ) -> Result<Handled, ErrorObject> {
+        let unknown = move |t: &str| ErrorObject::invalid_params(format!("Unknown task: {t}"));
+        let Some(mirror) = self.inner.config.task_mirror.clone() else {
+            return Err(unknown(&task_id));
+        };
+        let (server, id) = (self.clone(), id.clone());
+        Ok(Handled::Later(Box::pin(async move {
+            let record = mirror.load(&task_id).await;
+            let found = record
+                .and_then(|r| serde_json::from_str::<Value>(&r).ok())
+                .filter(|r| r["owner"].as_str() == owner.as_deref())
+                .map(|mut r| r["task"].take());
+            Some(match found {
+                Some(task) => server.task_reply(&id, &era, task),
+                None => Reply::error(Some(&id), &unknown(&task_id)),
+            })
+        })))
     }
 
     /// A new task for a call, unless there is no runtime to run it on or the store is
@@ -168,6 +238,7 @@ impl Server {
             self.inner.tasks.remove(&task.id);
             return Handled::Reply(reply);
         }
+        self.mirror(&task);
         let (ttl, poll) = self.task_settings();
         let reply = self.result(&call.id, &call.era, task.created(ttl, poll));
         let server = self.clone();
@@ -307,25 +378,27 @@ impl Server {
     }
 
     /// The era and the task a `tasks/*` request names, after its gate: the extension
-    /// declared (else -32021), the task known to this caller (else -32602).
+    /// declared (else -32021), the task known to this process and this caller (else
+    /// [`Refusal::Missing`]).
     fn task_request(
         &self,
         session: &Arc<Session>,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<(Era, Arc<Task>, TaskParams), ErrorObject> {
+    ) -> Result<(Era, Arc<Task>, TaskParams), Refusal> {
         let p: TaskParams = parse_required(params)?;
         let era = Era::resolve(p.meta.as_ref(), session)?;
         if !declares_tasks(&self.client_caps(session, &era)) {
-            return Err(tasks_needed(method));
+            return Err(tasks_needed(method).into());
         }
         let owner = session.caller().and_then(|c| c.subject.as_deref());
-        let task = self
-            .inner
-            .tasks
-            .get(&p.task_id, owner, self.inner.config.task_ttl)
-            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown task: {}", p.task_id)))?;
-        Ok((era, task, p))
+        match (self.inner.tasks).get(&p.task_id, owner, self.inner.config.task_ttl) {
+            Some(task) => Ok((era, task, p)),
+            None => Err(Refusal::Missing {
+                era,
+                task_id: p.task_id,
+            }),
+        }
     }
 
     fn task_reply(&self, id: &RequestId, era: &Era, mut value: Value) -> Reply {
@@ -334,16 +407,27 @@ impl Server {
         self.result(id, era, value)
     }
 
-    /// `tasks/get`: the task, with its questions, result or error.
+    /// `tasks/get`: the task, with its questions, result or error; a task another replica
+    /// runs is read from the [`TaskMirror`](crate::task::TaskMirror), when there is one.
     pub(crate) fn tasks_get(
         &self,
         session: &Arc<Session>,
         id: &RequestId,
         params: Option<&RawValue>,
-    ) -> Result<Reply, ErrorObject> {
-        let (era, task, _) = self.task_request(session, "tasks/get", params)?;
+    ) -> Result<Handled, ErrorObject> {
+        let (era, task, _) = match self.task_request(session, "tasks/get", params) {
+            Err(Refusal::Missing { era, task_id }) => {
+                let owner = session.caller().and_then(|c| c.subject.clone());
+                return self.mirrored_get(id, era, task_id, owner);
+            }
+            other => other?,
+        };
         let (ttl, poll) = self.task_settings();
-        Ok(self.task_reply(id, &era, task.detailed(ttl, poll)))
+        Ok(Handled::Reply(self.task_reply(
+            id,
+            &era,
+            task.detailed(ttl, poll),
+        )))
     }
 
     /// `tasks/update`: answers to the task's questions. Answers to questions it is not

@@ -19,11 +19,13 @@
 //!
 //! Layout: this file holds the store (its keys, Lua scripts and the [`SessionStore`]
 //! implementation); [`limits`] holds [`RedisLimits`], the `limits:` buckets and in-flight
-//! counts shared by replicas (`tw:l:*` keys); [`error`] holds the error of
+//! counts shared by replicas (`tw:l:*` keys); [`tasks`] holds [`RedisTasks`], tasks copied for
+//! every replica's `tasks/get` (`tw:t:*` keys); [`error`] holds the error of
 //! [`RedisStore::open`].
 
 pub mod error;
 pub mod limits;
+pub mod tasks;
 
 pub use error::Error;
 pub use limits::RedisLimits;
@@ -31,6 +33,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, Client, RedisError};
 use std::sync::Mutex;
 use std::time::Duration;
+pub use tasks::RedisTasks;
 use tokio::sync::mpsc;
 use toolwright_http::store::{
     Append, BusMessage, SessionRecord, SessionStore, StoreError, StoreFuture, StoredEvent,

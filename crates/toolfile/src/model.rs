@@ -115,6 +115,10 @@ pub struct ToolSpec {
     /// How long the action may run [default: 30s]; the server's --call-timeout still caps it.
     #[serde(default)]
     pub timeout: Option<DurationSpec>,
+    /// Whether a call may run as a task (the Tasks extension): `forbidden` (the default),
+    /// `optional` or `required`. Served as the definition's `execution.taskSupport`.
+    #[serde(default)]
+    pub task: Option<toolwright_protocol::TaskSupport>,
     /// Arguments bound to the caller's identity, `{NAME: "{claims.CLAIM}"}`
     /// ([`crate::bound`]): each a property of `inputSchema`, taken out of the advertised one.
     #[serde(default)]

@@ -208,3 +208,59 @@ fn session_store_urls_are_checked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--session-store"), "{err}");
 }
+
+/// Modern `_meta` declaring the Tasks extension.
+fn tasks_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": crate::util::MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}
+    })
+}
+
+/// A modern request declaring the Tasks extension; its reply.
+fn with_tasks(s: &HttpServer, method: &str, mut params: Value, name: &str) -> Value {
+    params["_meta"] = tasks_meta();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    s.post(
+        &crate::http_client::modern_headers(method, Some(name)),
+        &body,
+    )
+    .json()
+}
+
+#[test]
+fn a_task_made_on_one_replica_is_read_on_another() {
+    if !redis_server::available() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let (a, b) = (replica(&redis), replica(&redis));
+    let args = json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": "shared"}});
+    let created = with_tasks(&a, "tools/call", args, "slow_compute");
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = Vec::new();
+    let task = loop {
+        let v = with_tasks(&b, "tasks/get", json!({"taskId": id}), &id);
+        let task = v["result"].clone();
+        if task["taskId"] == id.as_str() {
+            seen.push(task["status"].clone());
+            if task["status"] == "completed" {
+                break task;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B never saw it end: {v} {seen:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(task["resultType"], "complete");
+    let text = task["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("shared:"), "{task}");
+    // B does not invent tasks: an id no replica made is unknown there too.
+    let v = with_tasks(&b, "tasks/get", json!({"taskId": "nope"}), "nope");
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+}

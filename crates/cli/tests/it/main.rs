@@ -65,4 +65,5 @@ mod sql;
 mod stdio_legacy;
 mod stdio_modern;
 mod stdio_robustness;
+mod tasks;
 mod trace_propagation;

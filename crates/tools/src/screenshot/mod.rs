@@ -44,7 +44,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-use toolwright_protocol::{CallToolResult, Content, ToolAnnotations};
+use toolwright_protocol::{CallToolResult, Content, TaskSupport, ToolAnnotations};
 use toolwright_server::{Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 
 /// Default viewport, CSS pixels (and image pixels: the device scale factor is 1).
@@ -384,6 +384,7 @@ impl Tool for TakeScreenshot {
                 idempotent_hint: Some(true),
                 open_world_hint: Some(true),
             })
+            .with_task_support(TaskSupport::Optional)
     }
 
     fn call(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {

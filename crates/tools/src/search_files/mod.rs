@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use toolwright_protocol::{CallToolResult, ToolAnnotations};
+use toolwright_protocol::{CallToolResult, TaskSupport, ToolAnnotations};
 use toolwright_server::{Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 use walk::Kind;
 
@@ -252,6 +252,7 @@ impl Tool for SearchFiles {
             .with_description(DESCRIPTION)
             .with_output_schema(output_schema())
             .with_annotations(ToolAnnotations::read_only_closed_world("Search files"))
+            .with_task_support(TaskSupport::Optional)
     }
 
     fn call(&self, args: Value, ctx: ToolContext) -> ToolFuture<'_> {
