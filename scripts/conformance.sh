@@ -5,6 +5,8 @@
 #
 #   scripts/conformance.sh                  every scenario (--suite all) against the fixtures
 #   scripts/conformance.sh --no-fixtures    the same against the built-in tools only
+#   scripts/conformance.sh --next           the 2026-07-28 line (tests/conformance-next,
+#                                           0.2.0-alpha.12) instead of 0.1.16
 #   scripts/conformance.sh -- --scenario tools-call-sampling --verbose
 #                                           anything after -- goes to `conformance server`
 #                                           (instead of --suite all)
@@ -23,8 +25,9 @@ suite_args=(--suite all)
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-fixtures) fixtures=(); shift ;;
+    --next) suite_dir="$root/tests/conformance-next"; shift ;;
     --) shift; suite_args=("$@"); break ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "conformance.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

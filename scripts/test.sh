@@ -38,17 +38,20 @@ fi
 # Pinned npm projects: the TypeScript SDK clients (1.32.2 and 2.4), the reference servers (peers), the
 # OpenAPI descriptions the importer is tested on (tests/openapi), the MCP Bundle CLI
 # (packaging/mcpb, for scripts/bundle.sh), and the
-# official conformance suite (which `npm ci` cannot install: see tests/conformance).
+# official conformance suite, 0.1.16 and 0.2.0-alpha.12 (which `npm ci` cannot install: see
+# tests/conformance).
 for dir in tests/node tests/peers tests/openapi packaging/mcpb; do
   if [ -f "$dir/package-lock.json" ]; then
     log "npm ci in $dir"
     npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
   fi
 done
-if [ ! -x tests/conformance/node_modules/.bin/conformance ]; then
-  log "npm install in tests/conformance"
-  npm install --prefix tests/conformance --no-audit --no-fund --loglevel=error
-fi
+for dir in tests/conformance tests/conformance-next; do
+  if [ ! -x "$dir/node_modules/.bin/conformance" ]; then
+    log "npm install in $dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error
+  fi
+done
 
 # Pinned Python SDKs: mcp 1.30 (handshake era) for the client, lint and gateway tests, and
 # mcp 2.3 (2026-07-28) for the gateway tests' modern-only upstream and client. Each

@@ -19,6 +19,7 @@ mod conformance;
 mod conformance_auth;
 mod conformance_client;
 mod conformance_modern;
+mod conformance_next;
 mod declared;
 mod declared_examples;
 mod declared_safety;
