@@ -24,6 +24,9 @@ pub(crate) struct Listing<'a> {
     pub(crate) server: &'a Server,
     /// Its tool definitions.
     pub(crate) tools: &'a [Value],
+    /// Whether the server, as last connected, takes up the Tasks extension: its tools that
+    /// list no `execution` (the modern Tool object has none) may run as tasks.
+    pub(crate) tasks: bool,
 }
 
 /// What the plan is made from, besides the pins.
@@ -105,7 +108,7 @@ pub(crate) fn plan(inputs: &Inputs<'_>, mut pins: Result<&mut State, &PinError>)
         let verdict = verdicts
             .get(e.server.as_str())
             .and_then(|v| v.get(&e.upstream));
-        match prepare(listing.server, e, verdict, inputs.config_flags) {
+        match prepare(listing, e, verdict, inputs.config_flags) {
             Ok(tool) => {
                 if let Standing::Refused(why) = &tool.standing {
                     out.report(inputs.reported, format!("upstream {}: {why}", e.server));
@@ -156,7 +159,11 @@ mod tests {
         let listings: Vec<Listing<'_>> = all
             .iter()
             .zip(lists)
-            .map(|(server, tools)| Listing { server, tools })
+            .map(|(server, tools)| Listing {
+                server,
+                tools,
+                tasks: false,
+            })
             .collect();
         let reserved: BTreeSet<String> = reserved.iter().map(|s| (*s).to_owned()).collect();
         let inputs = Inputs {
@@ -255,7 +262,11 @@ mod tests {
         let listings: Vec<Listing<'_>> = all
             .iter()
             .zip(&lists)
-            .map(|(server, tools)| Listing { server, tools })
+            .map(|(server, tools)| Listing {
+                server,
+                tools,
+                tasks: false,
+            })
             .collect();
         let none = BTreeSet::new();
         let inputs = Inputs {
