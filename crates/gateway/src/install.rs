@@ -86,14 +86,22 @@ pub(crate) fn prepare(
     let output = compile("outputSchema")?;
     let mut definition: ToolDefinition = serde_json::from_value(e.definition.clone())
         .map_err(|err| problem(ToolProblem::Unreadable(err.to_string())))?;
-    // The upstream's task support is the tool's; a modern upstream lists none (its Tool
-    // object has no `execution`, the server decides per call), so a tool of one that takes
-    // up the Tasks extension may run as a task. The gateway's own rewriting, like its
-    // prefix: not pinned.
-    if listing.tasks && definition.execution.is_none() {
-        definition.execution = Some(ToolExecution {
-            task_support: Some(TaskSupport::Optional),
-        });
+    // The upstream's task support is the tool's, but never `required`: the gateway runs the
+    // upstream's task itself for a client that did not take up the extension. A modern
+    // upstream lists none (its Tool object has no `execution`, the server decides per
+    // call), so a tool of one that takes up the Tasks extension may run as a task. The
+    // gateway's own rewriting, like its prefix: not pinned.
+    match &mut definition.execution {
+        Some(ToolExecution {
+            task_support: Some(s @ TaskSupport::Required),
+            ..
+        }) => *s = TaskSupport::Optional,
+        None if listing.tasks => {
+            definition.execution = Some(ToolExecution {
+                task_support: Some(TaskSupport::Optional),
+            });
+        }
+        _ => {}
     }
     let param_headers = serde_json::from_value::<ToolDefinition>(e.original.clone())
         .ok()

@@ -233,6 +233,7 @@ mod tests {
         let listed = vec![
             json!({"name": "add", "inputSchema": {"type": "object"}}),
             json!({"name": "now", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}}),
+            json!({"name": "job", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}),
         ];
         let listings = [Listing {
             server: &all[0],
@@ -261,6 +262,11 @@ mod tests {
         assert_eq!(
             support("now"),
             Some(toolwright_protocol::TaskSupport::Forbidden)
+        );
+        // The gateway runs the upstream's task itself for a client without the extension.
+        assert_eq!(
+            support("job"),
+            Some(toolwright_protocol::TaskSupport::Optional)
         );
         let pinned = state.servers["ev"].tools["add"].definition.clone().unwrap();
         assert!(pinned.get("execution").is_none(), "{pinned}");

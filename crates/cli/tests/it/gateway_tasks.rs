@@ -388,3 +388,39 @@ fn a_modern_client_without_the_extension_answers_through_a_retry() {
         "one upstream task, resumed"
     );
 }
+
+/// A legacy upstream (the gateway speaks 2025-11-25 to it) hears the extension at
+/// `initialize`: its listing's task support is the gateway tool's, a tool that runs only as
+/// a task runs, and a client that took up the extension gets a gateway task that completes.
+#[test]
+fn a_legacy_upstream_runs_tasks_for_the_gateway_too() {
+    let config = Config::new(json!({
+        "command": [s(&bin()), "serve", "--fixtures", "conformance"],
+        "era": "legacy",
+        "trust": "trusted",
+        "start": "eager",
+    }));
+    let mut legacy = legacy_client(&config, json!({}));
+    let r = legacy.request(
+        "tools/call",
+        json!({"name": "up__failing_job", "arguments": {}}),
+    );
+    assert!(
+        text(&r["result"]).contains("the job failed: its input was rejected"),
+        "the job ran upstream as a task: {r}"
+    );
+    let mut gw = modern_client(&config);
+    let r = with_tasks(
+        &mut gw,
+        "tools/call",
+        json!({"name": "up__slow_compute", "arguments": {"seconds": 0.5, "label": "old"}}),
+    );
+    let task = task_of(&r);
+    let done = poll_until(&mut gw, &task, |t| t["status"] != "working");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        text(&done["result"]),
+        "old: computed after 0.5 second(s)",
+        "{done}"
+    );
+}
