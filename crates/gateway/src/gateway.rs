@@ -468,6 +468,7 @@ impl Gateway {
                 Some(Listing {
                     server: up.config(),
                     tools,
+                    tasks: up.takes_tasks(),
                 })
             })
             .collect();

@@ -6,15 +6,15 @@
 use crate::error::{GatewayError, ToolProblem};
 use crate::naming::Exposed;
 use crate::pin::Verdict;
+use crate::plan::Listing;
 use crate::tool::{Standing, UpstreamTool};
 use crate::upstream::Upstream;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use toolwright_protocol::ParamHeaders;
+use toolwright_protocol::{ParamHeaders, TaskSupport, ToolExecution};
 use toolwright_schema::Validator;
 use toolwright_server::{Tool, ToolDefinition};
-use toolwright_toolfile::config::Server;
 use toolwright_toolfile::servers::{Action, ContractMode};
 
 /// One exposed tool, built and judged, short of the connection it is called through: what
@@ -53,18 +53,19 @@ impl Prepared {
     }
 }
 
-/// One exposed tool of `server`, ready to attach: its schemas compiled, its definition
+/// One exposed tool of the listing's server, ready to attach: its schemas compiled, its definition
 /// read, its standing from the pins' `verdict` and the policy's decision.
 ///
 /// # Errors
 ///
 /// [`GatewayError::Tool`] when a schema does not compile or the definition does not read.
 pub(crate) fn prepare(
-    server: &Server,
+    listing: &Listing<'_>,
     e: &Exposed,
     verdict: Option<&Verdict>,
     config_flags: &str,
 ) -> Result<Prepared, GatewayError> {
+    let server = listing.server;
     let problem = |problem| GatewayError::Tool {
         server: server.name.clone(),
         tool: e.upstream.clone(),
@@ -83,8 +84,25 @@ pub(crate) fn prepare(
     };
     let input = compile("inputSchema")?;
     let output = compile("outputSchema")?;
-    let definition: ToolDefinition = serde_json::from_value(e.definition.clone())
+    let mut definition: ToolDefinition = serde_json::from_value(e.definition.clone())
         .map_err(|err| problem(ToolProblem::Unreadable(err.to_string())))?;
+    // The upstream's task support is the tool's, but never `required`: the gateway runs the
+    // upstream's task itself for a client that did not take up the extension. A modern
+    // upstream lists none (its Tool object has no `execution`, the server decides per
+    // call), so a tool of one that takes up the Tasks extension may run as a task. The
+    // gateway's own rewriting, like its prefix: not pinned.
+    match &mut definition.execution {
+        Some(ToolExecution {
+            task_support: Some(s @ TaskSupport::Required),
+            ..
+        }) => *s = TaskSupport::Optional,
+        None if listing.tasks => {
+            definition.execution = Some(ToolExecution {
+                task_support: Some(TaskSupport::Optional),
+            });
+        }
+        _ => {}
+    }
     let param_headers = serde_json::from_value::<ToolDefinition>(e.original.clone())
         .ok()
         .and_then(|d| d.param_headers().ok())

@@ -14,6 +14,8 @@
 //! - [`tool`]: [`UpstreamTool`], the call path (policy, contracts, era bridging).
 //! - `park.rs`: a legacy upstream's call kept waiting across a modern client's
 //!   `input_required` round trip.
+//! - `task.rs`: an upstream call the upstream runs as a task (the Tasks extension), polled
+//!   to its end, its questions asked of the gateway's client, cancelled with the call.
 //! - [`catalog`]: upstream resources, templates and prompts, of lazy servers too, kept
 //!   current.
 //! - `reload.rs`: `servers:` hot reload, upstreams added, removed and replaced while the
@@ -45,6 +47,7 @@ pub mod pin;
 mod plan;
 pub mod policy;
 mod reload;
+mod task;
 pub mod tool;
 pub mod upstream;
 

@@ -23,6 +23,8 @@ fn fingerprints_are_canonical_and_ignore_meta() {
         json!({"name": "t", "description": "d "}),
         json!({"name": "t", "description": "d", "icons": []}),
         json!({"name": "t", "description": "d", "annotations": {"readOnlyHint": true}}),
+        // The task support an upstream lists is part of the definition pinned.
+        json!({"name": "t", "description": "d", "execution": {"taskSupport": "optional"}}),
     ] {
         assert_ne!(fingerprint(&one), fingerprint(&changed), "{changed}");
     }

@@ -19,6 +19,10 @@
 //! call waiting (another replica, past the wait) runs the upstream call again, whose
 //! question is then answered at once. An upstream that withdraws its question
 //! (`notifications/cancelled`) has the request relayed to a legacy client withdrawn too.
+//!
+//! An upstream that answers the call with a task (the Tasks extension) has it driven to its
+//! end here (`task.rs`): polled, its questions asked of this call's client, cancelled
+//! upstream when this call is.
 
 use crate::install::Prepared;
 use crate::upstream::Upstream;
@@ -218,6 +222,15 @@ impl UpstreamTool {
             on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
             observer: crate::observe::Watcher::call(ctx, &self.upstream),
         };
+        // An earlier run of this call left the upstream's task waiting for answers: this
+        // run goes on with it.
+        if let Some(r) = crate::task::Resumed::from_context(ctx) {
+            let raw = self
+                .upstream_task(&peer, r.task_id, r.round, &call)
+                .finish(ctx)
+                .await?;
+            return Ok((raw, peer.protocol_version()));
+        }
         // A legacy upstream asks a modern client its questions through `input_required`
         // rounds, its call kept waiting meanwhile (park.rs).
         let bridged = ctx.protocol_version().is_modern() && peer.era() == Era::Legacy;
@@ -248,6 +261,13 @@ impl UpstreamTool {
                 Err(_) if ctx.is_cancelled() => return Err(ToolError::Cancelled),
                 Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
             };
+            if let Some(task_id) = crate::task::created_task(&raw) {
+                let raw = self
+                    .upstream_task(&peer, task_id, 0, &call)
+                    .finish(ctx)
+                    .await?;
+                return Ok((raw, peer.protocol_version()));
+            }
             if !asks_for_input(&raw) {
                 return Ok((raw, peer.protocol_version()));
             }
@@ -265,6 +285,25 @@ impl UpstreamTool {
             "upstream {} asked for input more than {MAX_ROUNDS} times in one call",
             self.server()
         )))
+    }
+
+    /// The upstream's task `task_id`, made for `call` on `peer`, at question round `round`.
+    fn upstream_task<'a>(
+        &'a self,
+        peer: &'a toolwright_client::Peer,
+        task_id: String,
+        round: u64,
+        call: &Call,
+    ) -> crate::task::UpstreamTask<'a> {
+        crate::task::UpstreamTask {
+            peer,
+            task_id,
+            server: self.server(),
+            tool: &self.tool.upstream_name,
+            round,
+            observer: call.observer.clone(),
+            timeout: self.tool.timeout,
+        }
     }
 
     fn not_a_result(&self, e: &serde_json::Error) -> String {

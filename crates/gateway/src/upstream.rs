@@ -278,11 +278,15 @@ fn http_options(
 
 /// What the gateway declares upstream: it relays sampling and elicitation to its own
 /// clients (each call asks its client, and one that lacks the capability is refused there),
-/// and declares roots only to a server whose entry gives it some (`roots:`).
+/// declares roots only to a server whose entry gives it some (`roots:`), and takes up the
+/// Tasks extension (a legacy server hears it at `initialize`, a modern one in every
+/// request's `_meta`): a call the upstream runs as a task is driven to its end by the
+/// gateway tool (`task.rs`), whatever the gateway's own client can do.
 fn relayed_capabilities(roots: bool) -> ClientCapabilities {
     let mut caps = serde_json::json!({
         "sampling": {},
         "elicitation": {"form": {}},
+        "extensions": {toolwright_server::task::EXTENSION: {}},
     });
     if roots {
         caps["roots"] = serde_json::json!({"listChanged": false});
@@ -456,6 +460,15 @@ impl Upstream {
     /// How telemetry names this upstream.
     pub(crate) fn seen_as(&self) -> &crate::observe::SeenAs {
         &self.seen_as
+    }
+
+    /// Whether the server, as last connected, advertises the Tasks extension (and so may
+    /// answer any `tools/call` with a task).
+    pub fn takes_tasks(&self) -> bool {
+        self.current()
+            .and_then(|p| p.capabilities())
+            .and_then(|c| c.extensions)
+            .is_some_and(|e| e.contains_key(toolwright_server::task::EXTENSION))
     }
 
     /// The live connection, if there is one.

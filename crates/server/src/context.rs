@@ -358,11 +358,18 @@ impl ToolContext {
     /// round carries another. It is for a tool's own bookkeeping across the round trip (a
     /// gateway's upstream call kept waiting), not for answers: the client can read it (the
     /// state is signed, not encrypted) but cannot change it or set it. A legacy or
-    /// in-process call is never retried, and keeps nothing.
+    /// in-process call is never retried, and keeps nothing. A call run as a task (either
+    /// era) keeps it with the task, for the run that follows the client's answers.
     pub fn carry(&self, value: Value) {
-        if self.inner.version.is_modern() {
+        if self.inner.version.is_modern() || self.inner.inputs.deferred.load(Ordering::Relaxed) {
             *self.inner.inputs.carry.lock() = Some(value);
         }
+    }
+
+    /// The value [`ToolContext::carry`] kept in this run, taken (a task keeps it for its
+    /// next run).
+    pub(crate) fn take_carried(&self) -> Option<Value> {
+        self.inner.inputs.carry.lock().take()
     }
 
     /// What an earlier round of this call kept with [`ToolContext::carry`], if anything.

@@ -305,6 +305,10 @@ impl Server {
             {
                 let mut s = task.state.lock();
                 s.asked = asked;
+                // What the tool keeps for its next run (a gateway's upstream task).
+                if let Some(v) = ctx.take_carried() {
+                    s.answers.insert(crate::mrtr::CARRIED.to_owned(), v);
+                }
             }
             if task.set(Status::InputRequired, None, None) {
                 self.announce(&task);

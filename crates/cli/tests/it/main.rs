@@ -32,6 +32,7 @@ mod gateway_config;
 mod gateway_first_use;
 mod gateway_http_upstream;
 mod gateway_live;
+mod gateway_tasks;
 mod hardening_process;
 mod hardening_surfaces;
 mod help_and_errors;

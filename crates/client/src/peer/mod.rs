@@ -269,7 +269,8 @@ impl Peer {
     }
 
     /// Sends one request and returns its `result` object. A modern `input_required`
-    /// result is RETURNED (with its `resultType`), not an error.
+    /// result is RETURNED (with its `resultType`), not an error, and so is a Tasks
+    /// extension `CreateTaskResult` (`resultType: "task"`).
     ///
     /// # Errors
     ///

@@ -578,7 +578,8 @@ pub(super) fn rpc_error(method: &str, err: ErrorObject) -> ClientError {
 }
 
 /// A `result` as a JSON object; in the modern era its `resultType` must be one we know
-/// (`complete`, absent, or `input_required`, which is returned as is).
+/// (`complete`, absent, `input_required` or the Tasks extension's `task`, the last two
+/// returned as they are).
 fn malformed(method: &str, detail: String) -> ClientError {
     ClientError::Malformed {
         what: format!("{method} result"),
@@ -611,6 +612,7 @@ fn check_result(method: &str, era: Era, raw: &RawValue) -> Result<(), ClientErro
         && let Some(t) = head.result_type
         && t != "complete"
         && t != "input_required"
+        && t != "task"
     {
         return Err(malformed(method, format!("unknown resultType \"{t}\"")));
     }
