@@ -60,6 +60,9 @@ pub(crate) struct Settings<'a> {
     /// Where `limits:` are counted when replicas share them (`--session-store`); none: in
     /// this process.
     pub(crate) shared_limits: Option<Arc<dyn toolwright_server::limit::Counters>>,
+    /// Where tokens exchanged for upstreams are shared by replicas (`--session-store`);
+    /// none: in this process.
+    pub(crate) shared_tokens: Option<Arc<dyn toolwright_gateway::exchange::TokenStore>>,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -133,6 +136,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         exposed,
         stdio_view,
         shared_limits,
+        shared_tokens,
     } = settings;
     let mut config = server_config(a, p, telemetry)?;
     let mut info = Implementation::new("toolwright", env!("CARGO_PKG_VERSION"));
@@ -181,7 +185,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         shared_limits.clone(),
         config.call_timeout,
     );
-    let gateway = gateway_for(&servers, &config, telemetry)?;
+    let gateway = gateway_for(&servers, &config, telemetry, shared_tokens)?;
     let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&set.fixtures)?
         .iter()
@@ -273,6 +277,7 @@ fn gateway_for(
     servers: &toolwright_toolfile::GatewayConfig,
     config: &Config,
     telemetry: &Option<Arc<toolwright_server::telemetry::Telemetry>>,
+    tokens: &Option<Arc<dyn toolwright_gateway::exchange::TokenStore>>,
 ) -> Result<Option<Arc<toolwright_gateway::Gateway>>> {
     Ok(match servers.servers.is_empty() {
         true => None,
@@ -282,6 +287,7 @@ fn gateway_for(
                 toolwright_gateway::gateway::Settings {
                     call_timeout: config.call_timeout,
                     telemetry: telemetry.clone(),
+                    tokens: tokens.clone(),
                 },
             )
             .context("starting the gateway")?,
@@ -341,6 +347,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         exposed: a.http.addr.as_deref().is_some_and(beyond_loopback),
         stdio_view: a.view.as_deref(),
         shared_limits: crate::http_settings::shared_limits(&a.http)?,
+        shared_tokens: crate::http_settings::shared_tokens(&a.http)?,
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -582,6 +589,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         exposed: false,
         stdio_view: None,
         shared_limits: None,
+        shared_tokens: None,
     })?
     .server;
     let defs = definitions(&server);
