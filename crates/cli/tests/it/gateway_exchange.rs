@@ -192,7 +192,14 @@ fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
                     .header("mcp-method")
                     .map(str::to_owned)
                     .unwrap_or_else(|| req.line.split(' ').next().unwrap().to_owned());
-                let auth = req.header("authorization").map(str::to_owned);
+                // Every `Authorization` it carries, so two would show.
+                let auths: Vec<&str> = req
+                    .headers
+                    .iter()
+                    .filter(|(k, _)| k == "authorization")
+                    .map(|(_, v)| v.as_str())
+                    .collect();
+                let auth = (!auths.is_empty()).then(|| auths.join(" | "));
                 log.lock().unwrap().push((method, auth));
                 let mut out = req.line.clone();
                 for (k, v) in &req.headers {
@@ -212,12 +219,12 @@ fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
 }
 
 /// The gateway's config: the upstream behind the proxy, with `exchange:`.
-fn config(dir: &std::path::Path, proxy: u16, endpoint: &TokenEndpoint) -> String {
+fn config(dir: &std::path::Path, proxy: u16, endpoint: &TokenEndpoint, extra: &str) -> String {
     let path = dir.join("gw.yaml");
     std::fs::write(
         &path,
         format!(
-            "gateway: {{state_file: {state}}}\nservers:\n  up:\n    url: http://127.0.0.1:{proxy}/mcp\n    exchange:\n      token_endpoint: {url}\n      audience: {AUDIENCE}\n      scope: tickets:read\n      client_id: gw\n      client_secret: ${{TW_TEST_EXCHANGE_SECRET}}\n",
+            "{extra}gateway: {{state_file: {state}}}\nservers:\n  up:\n    url: http://127.0.0.1:{proxy}/mcp\n    bearer_env: TW_TEST_SERVICE_TOKEN\n    exchange:\n      token_endpoint: {url}\n      audience: {AUDIENCE}\n      scope: tickets:read\n      client_id: gw\n      client_secret: ${{TW_TEST_EXCHANGE_SECRET}}\n",
             state = dir.join("pins.json").display(),
             url = endpoint.url,
         ),
@@ -260,7 +267,7 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
     let key = es256("k1");
     let issuer = Issuer::start(&[&key]);
     let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), proxy, &endpoint);
+    let path = config(dir.path(), proxy, &endpoint, "");
     let mut args = vec![
         "--config",
         path.as_str(),
@@ -268,7 +275,13 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
         issuer.url.as_str(),
     ];
     args.extend(["--auth-scope", "tools:call"]);
-    let gw = HttpServer::start_with_env(&args, &[("TW_TEST_EXCHANGE_SECRET", SECRET)]);
+    let gw = HttpServer::start_with_env(
+        &args,
+        &[
+            ("TW_TEST_EXCHANGE_SECRET", SECRET),
+            ("TW_TEST_SERVICE_TOKEN", "svc-token"),
+        ],
+    );
     let token = |sub: &str, jti: &str| {
         mint(
             &key,
@@ -364,7 +377,24 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
 
     // Nothing the upstream was sent carries a caller's own token, or the client secret.
     let seen = seen.lock().unwrap().clone();
-    assert!(seen.iter().any(|(m, _)| m == "tools/list"), "{seen:?}");
+    // The gateway's own requests carry its service credential (`bearer_env`), and calls
+    // the exchanged token alone.
+    assert!(
+        seen.iter()
+            .any(|(m, a)| m == "tools/list" && a.as_deref() == Some("Bearer svc-token")),
+        "{seen:?}"
+    );
+    for (method, auth) in &seen {
+        let auth = auth.as_deref().unwrap_or_default();
+        if method == "tools/call" {
+            assert!(
+                auth.starts_with("Bearer xchg-") && !auth.contains('|'),
+                "{auth}"
+            );
+        } else {
+            assert_eq!(auth, "Bearer svc-token", "{method}");
+        }
+    }
     for (method, auth) in &seen {
         let auth = auth.as_deref().unwrap_or_default();
         for t in &callers {
@@ -389,12 +419,15 @@ fn a_call_without_a_callers_token_is_refused_before_anything_is_sent() {
     let (proxy, seen) = recording_proxy(upstream.addr);
     let endpoint = TokenEndpoint::start();
     let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), proxy, &endpoint);
+    let path = config(dir.path(), proxy, &endpoint, "");
     // Over stdio there is no token.
     let mut gw = Server::start_with_env(
         &["--config", &path],
         None,
-        &[("TW_TEST_EXCHANGE_SECRET", std::path::Path::new(SECRET))],
+        &[
+            ("TW_TEST_EXCHANGE_SECRET", std::path::Path::new(SECRET)),
+            ("TW_TEST_SERVICE_TOKEN", std::path::Path::new("svc-token")),
+        ],
     )
     .handshake(LEGACY);
     let reply = gw.request(
@@ -498,7 +531,7 @@ fn replicas_on_one_redis_share_an_exchanged_token() {
     let key = es256("k1");
     let issuer = Issuer::start(&[&key]);
     let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), proxy, &endpoint);
+    let path = config(dir.path(), proxy, &endpoint, "");
     let args = [
         "--config",
         path.as_str(),
@@ -510,7 +543,10 @@ fn replicas_on_one_redis_share_an_exchanged_token() {
         "--resource-url",
         "https://mcp.example.com/mcp",
     ];
-    let env = [("TW_TEST_EXCHANGE_SECRET", SECRET)];
+    let env = [
+        ("TW_TEST_EXCHANGE_SECRET", SECRET),
+        ("TW_TEST_SERVICE_TOKEN", "svc-token"),
+    ];
     let a = HttpServer::start_with_env(&args, &env);
     let b = HttpServer::start_with_env(&args, &env);
     let alice = mint(
@@ -541,4 +577,50 @@ fn replicas_on_one_redis_share_an_exchanged_token() {
         );
     }
     assert_eq!(endpoint.hits().len(), 1, "{:?}", endpoint.hits());
+}
+
+/// A caller with an API key has no token of the authorization server to exchange: the
+/// call is refused with a tool error, the token endpoint and the upstream's tool untouched.
+#[test]
+fn an_api_key_caller_is_refused() {
+    let (bot_key, entry) = crate::auth_keys::generated("bot", &["tools:call"]);
+    let upstream = HttpServer::start(&[]);
+    let (proxy, seen) = recording_proxy(upstream.addr);
+    let endpoint = TokenEndpoint::start();
+    let key = es256("k1");
+    let issuer = Issuer::start(&[&key]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), proxy, &endpoint, &entry);
+    let args = [
+        "--config",
+        path.as_str(),
+        "--auth-issuer",
+        issuer.url.as_str(),
+    ];
+    let gw = HttpServer::start_with_env(
+        &args,
+        &[
+            ("TW_TEST_EXCHANGE_SECRET", SECRET),
+            ("TW_TEST_SERVICE_TOKEN", "svc-token"),
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        let r = add(&gw, &bot_key, 1, 2);
+        if r["isError"] == true || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let text = refused["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("carries no access token"), "{refused}");
+    assert!(endpoint.hits().is_empty());
+    let seen = seen.lock().unwrap();
+    assert!(!seen.iter().any(|(m, _)| m == "tools/call"), "{seen:?}");
+    assert!(
+        !seen
+            .iter()
+            .any(|(_, a)| a.as_deref().is_some_and(|a| a.contains(&bot_key))),
+        "the upstream saw the API key"
+    );
 }
