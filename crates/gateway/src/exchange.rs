@@ -172,8 +172,10 @@ impl Exchanger {
         if let Some(store) = &self.store
             && let Some(t) = store.get(&shared_key).await
         {
-            // Its remaining life is the store's; here it is kept no longer than a margin.
-            self.keep(key, &t, MARGIN);
+            // The store keeps it until a margin before it expires, so it lives at least
+            // that long yet; here it is kept for half of that, and so used no later than
+            // half a margin before it expires.
+            self.keep(key, &t, MARGIN / 2);
             return Ok(t);
         }
         let issued = self
