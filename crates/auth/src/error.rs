@@ -124,6 +124,16 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A token exchange (RFC 8693) failed: the token endpoint could not be reached, refused
+    /// the exchange (its `error` and `error_description` in `reason`), or answered
+    /// something that is not an access token. Never holds a token.
+    #[error("the token exchange at {endpoint} failed: {reason}")]
+    Exchange {
+        /// The token endpoint.
+        endpoint: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -136,6 +146,7 @@ impl Error {
                 | Error::BadUrl { .. }
                 | Error::Discovery { .. }
                 | Error::Jwks { .. }
+                | Error::Exchange { .. }
         )
     }
 }

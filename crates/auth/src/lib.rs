@@ -39,6 +39,8 @@
 //!   with the same token checks only its times (bounded; forgotten when the keys change).
 //! - `introspect.rs`: opaque tokens asked about at the issuer's introspection endpoint
 //!   (RFC 7662, [`Introspection`]), the answers kept for a minute at most.
+//! - [`exchange`]: a caller's token exchanged for one meant for another resource (RFC 8693
+//!   token exchange, [`TokenExchange`]), as the gateway does for its upstreams.
 //! - `identity.rs`: [`Identity`], what a verified token says (subject, scopes, client,
 //!   every claim).
 //! - `error.rs`: [`Error`], one variant per reason a token is refused.
@@ -46,6 +48,7 @@
 mod cache;
 mod discovery;
 mod error;
+pub mod exchange;
 mod fetch;
 mod identity;
 mod introspect;
@@ -58,6 +61,7 @@ mod verified;
 
 pub use cache::Refresh;
 pub use error::Error;
+pub use exchange::{ExchangeSettings, Exchanged, TokenExchange};
 pub use identity::Identity;
 pub use introspect::Introspection;
 pub use url::metadata_paths;

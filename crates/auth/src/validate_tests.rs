@@ -100,6 +100,7 @@ fn kind(e: &Error) -> &'static str {
         Error::Inactive => "inactive",
         Error::IssuerUnreachable { .. } => "unreachable",
         Error::BadUrl { .. } | Error::Discovery { .. } | Error::Jwks { .. } => "setup",
+        Error::Exchange { .. } => "exchange",
     }
 }
 

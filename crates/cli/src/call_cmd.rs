@@ -39,6 +39,7 @@ pub(crate) fn call(a: CallArgs) -> Result<ExitCode> {
         stdio_view: None,
         shared_limits: None,
         task_mirror: None,
+        shared_tokens: None,
     })?;
     // The gateway runs the upstreams' connections: it lives until the call is answered,
     // and closes its upstreams however this returns.

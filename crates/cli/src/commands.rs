@@ -64,6 +64,9 @@ pub(crate) struct Settings<'a> {
     /// Where tasks are copied for the other replicas' `tasks/get` (`--session-store`);
     /// none: a task is known to this process only.
     pub(crate) task_mirror: Option<Arc<dyn toolwright_server::task::TaskMirror>>,
+    /// Where tokens exchanged for upstreams are shared by replicas (`--session-store`);
+    /// none: in this process.
+    pub(crate) shared_tokens: Option<Arc<dyn toolwright_gateway::exchange::TokenStore>>,
 }
 
 /// Loads the declared tools and the gateway's settings of the config files, all or nothing:
@@ -144,6 +147,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         stdio_view,
         shared_limits,
         task_mirror,
+        shared_tokens,
     } = settings;
     let mut config = server_config(a, p, telemetry)?;
     config.task_mirror = task_mirror.clone();
@@ -193,7 +197,7 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
         shared_limits.clone(),
         config.call_timeout,
     );
-    let gateway = gateway_for(&servers, &config, telemetry)?;
+    let gateway = gateway_for(&servers, &config, telemetry, shared_tokens)?;
     let gw = gateway.clone();
     let (bulk, eager): (Vec<Set>, Vec<Set>) = once_each(&set.fixtures)?
         .iter()
@@ -288,6 +292,7 @@ fn gateway_for(
     servers: &toolwright_toolfile::GatewayConfig,
     config: &Config,
     telemetry: &Option<Arc<toolwright_server::telemetry::Telemetry>>,
+    tokens: &Option<Arc<dyn toolwright_gateway::exchange::TokenStore>>,
 ) -> Result<Option<Arc<toolwright_gateway::Gateway>>> {
     Ok(match servers.servers.is_empty() {
         true => None,
@@ -297,6 +302,7 @@ fn gateway_for(
                 toolwright_gateway::gateway::Settings {
                     call_timeout: config.call_timeout,
                     telemetry: telemetry.clone(),
+                    tokens: tokens.clone(),
                 },
             )
             .context("starting the gateway")?,
@@ -357,6 +363,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode> {
         stdio_view: a.view.as_deref(),
         shared_limits: crate::http_settings::shared_limits(&a.http)?,
         task_mirror: crate::http_settings::task_mirror(&a.http)?,
+        shared_tokens: crate::http_settings::shared_tokens(&a.http)?,
     })?;
     if a.http.addr.is_none() && std::io::stdin().is_terminal() {
         // Someone ran `toolwright serve` by hand: say what is served and how a client gets
@@ -602,6 +609,7 @@ fn tools(a: ToolsArgs) -> Result<ExitCode> {
         stdio_view: None,
         shared_limits: None,
         task_mirror: None,
+        shared_tokens: None,
     })?
     .server;
     let defs = definitions(&server);

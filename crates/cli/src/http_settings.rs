@@ -94,6 +94,44 @@ pub(crate) fn task_mirror(
     }))
 }
 
+/// Where the gateway shares the tokens it exchanged for upstreams when `--session-store`
+/// names a Redis: there too, on a connection of their own.
+pub(crate) fn shared_tokens(
+    a: &HttpArgs,
+) -> Result<Option<Arc<dyn toolwright_gateway::exchange::TokenStore>>> {
+    Ok(redis_store(a)?.map(|store| {
+        let tokens: Arc<dyn toolwright_gateway::exchange::TokenStore> = Arc::new(RedisTokens(
+            toolwright_sessions_redis::RedisValues::new(store),
+        ));
+        tokens
+    }))
+}
+
+/// Exchanged tokens in Redis. A Redis that does not answer costs an exchange, never a call.
+#[derive(Debug)]
+struct RedisTokens(toolwright_sessions_redis::RedisValues);
+
+impl toolwright_gateway::exchange::TokenStore for RedisTokens {
+    fn get(&self, key: &str) -> toolwright_client::BoxFuture<'_, Option<String>> {
+        let key = key.to_owned();
+        Box::pin(async move {
+            self.0.get(&key).await.unwrap_or_else(|e| {
+                tracing::warn!("an exchanged token could not be read from the session store: {e}");
+                None
+            })
+        })
+    }
+
+    fn put(&self, key: &str, token: &str, ttl: Duration) -> toolwright_client::BoxFuture<'_, ()> {
+        let (key, token) = (key.to_owned(), token.to_owned());
+        Box::pin(async move {
+            if let Err(e) = self.0.put(&key, &token, ttl).await {
+                tracing::warn!("an exchanged token could not be kept in the session store: {e}");
+            }
+        })
+    }
+}
+
 /// The shared session store `--session-store` names.
 fn session_store(
     a: &HttpArgs,

@@ -315,6 +315,7 @@ fn lint_upstreams(
         toolwright_gateway::gateway::Settings {
             call_timeout: std::time::Duration::from_secs(30),
             telemetry: None,
+            tokens: None,
         },
     )?;
     let listed = gateway.list_each(std::time::Duration::from_secs(60));

@@ -50,6 +50,9 @@ pub struct Settings {
     pub call_timeout: Duration,
     /// Where each upstream session's duration is recorded (`mcp.client.session.duration`).
     pub telemetry: Option<Arc<toolwright_server::telemetry::Telemetry>>,
+    /// Where tokens exchanged for upstreams are shared with other replicas (a Redis), if
+    /// anywhere; else each process keeps its own.
+    pub tokens: Option<Arc<dyn crate::exchange::TokenStore>>,
 }
 
 /// The gateway.
@@ -137,7 +140,8 @@ impl Gateway {
                 files.push(s.file.clone());
             }
         }
-        let shared = Shared::new(crate::chain::Chain::check(&files)?);
+        let mut shared = Shared::new(crate::chain::Chain::check(&files)?);
+        shared.tokens.clone_from(&settings.tokens);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("toolwright-gateway")

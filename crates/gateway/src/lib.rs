@@ -20,6 +20,8 @@
 //!   current.
 //! - `reload.rs`: `servers:` hot reload, upstreams added, removed and replaced while the
 //!   gateway runs ([`Reloaded`]).
+//! - [`exchange`]: an upstream's calls authorized with the caller's identity (RFC 8693
+//!   token exchange of the caller's token, the tokens kept per subject).
 //! - [`naming`]: an upstream's tool list to the tools exposed (filters, renames, prefixes,
 //!   overrides, fixed arguments), and every server's merged, collisions dropped.
 //! - [`policy`]: the annotations clients see, allow/confirm/deny, the confirmation form.
@@ -37,6 +39,7 @@ extern crate toolwright_testkit;
 pub mod catalog;
 pub mod chain;
 pub mod error;
+pub mod exchange;
 pub mod gateway;
 mod hub;
 mod install;

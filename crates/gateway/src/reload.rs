@@ -214,6 +214,7 @@ mod tests {
         Settings {
             call_timeout: Duration::from_secs(5),
             telemetry: None,
+            tokens: None,
         }
     }
 

@@ -209,7 +209,10 @@ impl UpstreamTool {
             ctx: ctx.clone(),
             upstream: self.upstream.clone(),
         });
-        let headers = self.headers(&args, peer.era())?;
+        let mut headers = self.headers(&args, peer.era())?;
+        if let Some(x) = self.upstream.exchange() {
+            headers = x.authorize(ctx, peer.era(), headers).await?;
+        }
         // One request, built once: a later round changes its params in place.
         let mut call = Call {
             method: "tools/call".into(),

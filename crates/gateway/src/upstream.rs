@@ -88,6 +88,8 @@ pub struct Shared {
     pub chain: Chain,
     /// One permit per upstream process running now.
     pub processes: Arc<tokio::sync::Semaphore>,
+    /// Where exchanged tokens are shared with other replicas, if anywhere.
+    pub tokens: Option<Arc<dyn crate::exchange::TokenStore>>,
 }
 
 impl Shared {
@@ -96,6 +98,7 @@ impl Shared {
         Shared {
             chain,
             processes: Arc::new(tokio::sync::Semaphore::new(MAX_UPSTREAM_PROCESSES)),
+            tokens: None,
         }
     }
 }
@@ -134,6 +137,8 @@ pub struct Upstream {
     /// How telemetry names this upstream (`network.transport`, `server.address` and
     /// `server.port`), worked out once from its target.
     seen_as: crate::observe::SeenAs,
+    /// Its calls' token exchange (`exchange:`), if it has one.
+    exchange: Option<Arc<crate::exchange::Exchanger>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -147,7 +152,7 @@ impl std::fmt::Debug for Upstream {
 
 /// Fills the value of `server`'s `setting` (`env.KEY`) from the gateway's environment; a
 /// variable that is not set is an error naming it.
-fn expand(t: &Template, server: &str, setting: &str) -> Result<String, GatewayError> {
+pub(crate) fn expand(t: &Template, server: &str, setting: &str) -> Result<String, GatewayError> {
     if let Some(var) = t.env_vars().find(|v| std::env::var_os(v).is_none()) {
         return Err(GatewayError::UnsetVariable {
             server: server.to_owned(),
@@ -370,6 +375,7 @@ impl Upstream {
         info.title = Some("toolwright gateway".into());
         connect.client_info = info;
         let (target, mut options) = reach(server, connect, &shared.chain)?;
+        let exchange = crate::exchange::Exchanger::of(server, shared.tokens.clone())?.map(Arc::new);
         let seen_as = crate::observe::SeenAs::of(&target);
         options.observer = telemetry
             .as_ref()
@@ -395,6 +401,7 @@ impl Upstream {
                 .then(|| shared.processes.clone()),
             refused: Mutex::new(BTreeMap::new()),
             telemetry,
+            exchange,
         }))
     }
 
@@ -435,6 +442,11 @@ impl Upstream {
                 self.name
             ),
         )
+    }
+
+    /// Its calls' token exchange (`exchange:`), if it has one.
+    pub fn exchange(&self) -> Option<&Arc<crate::exchange::Exchanger>> {
+        self.exchange.as_ref()
     }
 
     /// The server's name in the config.

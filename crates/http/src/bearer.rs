@@ -163,6 +163,24 @@ impl Bearer {
     }
 }
 
+impl Bearer {
+    /// The token `headers` carry when `identity` is what an authorization server's token
+    /// verified; `None` for an API key's identity, whose key is never passed on.
+    pub(crate) fn subject_token(
+        &self,
+        headers: &HeaderMap,
+        identity: &Arc<Identity>,
+    ) -> Option<toolwright_server::SubjectToken> {
+        if !matches!(self.mode, Mode::Jwt { .. })
+            || self.keys.iter().any(|(_, k)| Arc::ptr_eq(k, identity))
+        {
+            return None;
+        }
+        let token = std::str::from_utf8(presented(headers).ok()?).ok()?;
+        Some(toolwright_server::SubjectToken::new(token))
+    }
+}
+
 /// The token of the `Authorization: Bearer` header, trimmed.
 fn presented(headers: &HeaderMap) -> Result<&[u8], Refusal> {
     let Some(value) = headers.get(AUTHORIZATION) else {

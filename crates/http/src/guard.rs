@@ -197,6 +197,16 @@ impl Guard {
         self.bearer.check(headers).await
     }
 
+    /// The token of a request whose `identity` an authorization server's token verified
+    /// (not an API key's), for tools that exchange it.
+    pub(crate) fn subject_token(
+        &self,
+        headers: &HeaderMap,
+        identity: &Arc<Identity>,
+    ) -> Option<toolwright_server::SubjectToken> {
+        self.bearer.subject_token(headers, identity)
+    }
+
     /// The `Host` and `Origin` checks, applied to every request: exactly one `Host` (when
     /// any), allowed; an absolute-form target's authority allowed and the same as `Host`; at
     /// most one `Origin`, allowed.

@@ -67,6 +67,7 @@ pub(crate) async fn post(
     let view = parts.extensions.get::<Arc<View>>();
     let to = Peer {
         caller,
+        token: parts.extensions.get::<toolwright_server::SubjectToken>(),
         view,
         client,
         accepts,
@@ -228,6 +229,8 @@ fn too_large(shared: &Shared, id: Option<&RequestId>) -> Response<Body> {
 struct Peer<'a> {
     /// Who the request's access token speaks for (none without JWT access tokens).
     caller: Option<&'a Arc<Caller>>,
+    /// The access token that verified `caller`, when an authorization server issued it.
+    token: Option<&'a toolwright_server::SubjectToken>,
     /// The view the request's path and caller chose (none without views).
     view: Option<&'a Arc<View>>,
     client: Client,
@@ -491,6 +494,10 @@ async fn legacy_post(
     let roots_changed = inbound.method() == Some(Method::RootsListChanged);
     // A session another replica opened is counted by the address of its first request here.
     hs.mcp.set_address(to.addr.ip());
+    // The session answers only its own subject; this request's token is the newest one.
+    if let Some(t) = to.token {
+        hs.mcp.set_token(t.clone());
+    }
     let handled = traced(shared, &hs.mcp, inbound, &sink, (headers, &to));
     shared.sessions.save(&hs, roots_changed).await;
     let session = hs.mcp.clone();
@@ -670,6 +677,10 @@ async fn answer_without_stream(
 fn bind(session: &Session, to: &Peer<'_>) {
     if let Some(c) = to.caller {
         session.set_caller(c.clone());
+    }
+    // Every request's own: a legacy session's client renews its token.
+    if let Some(t) = to.token {
+        session.set_token(t.clone());
     }
     session.set_address(to.addr.ip());
     if let Some(v) = to.view {

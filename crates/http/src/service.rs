@@ -168,6 +168,10 @@ async fn route(
             // and the call context carry on; the token's `Identity` stays beside it.
             Ok(Some(identity)) => {
                 let caller = Arc::new(caller_of(&identity));
+                // The token itself, for tools that exchange it (never logged).
+                if let Some(token) = shared.guard.subject_token(req.headers(), &identity) {
+                    req.extensions_mut().insert(token);
+                }
                 req.extensions_mut().insert(identity);
                 req.extensions_mut().insert(caller.clone());
                 Some(caller)

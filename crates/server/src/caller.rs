@@ -53,6 +53,31 @@ impl Caller {
     }
 }
 
+/// The access token a request presented, as the transport verified it: what the gateway
+/// exchanges for a token meant for an upstream (RFC 8693). Never written out: its `Debug`
+/// shows no byte of it, and it is not serialized (a session stored for other replicas
+/// keeps no token).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SubjectToken(std::sync::Arc<str>);
+
+impl SubjectToken {
+    /// The token `text`, as the request carried it.
+    pub fn new(text: &str) -> SubjectToken {
+        SubjectToken(std::sync::Arc::from(text))
+    }
+
+    /// The token itself, to send where it is exchanged (and nowhere else).
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubjectToken(…)")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +102,12 @@ mod tests {
         }
         assert!(caller.has_scope("a"));
         assert!(!caller.has_scope("b"));
+    }
+
+    #[test]
+    fn a_subject_token_is_not_shown() {
+        let t = SubjectToken::new("eyJ.secret.sig");
+        assert_eq!(format!("{t:?}"), "SubjectToken(…)");
+        assert_eq!(t.secret(), "eyJ.secret.sig");
     }
 }

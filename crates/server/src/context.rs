@@ -128,6 +128,13 @@ impl ToolContext {
         self.inner.session.caller().map(|c| &**c)
     }
 
+    /// The access token the caller presented (an authorization server's, verified), for a
+    /// tool that exchanges it for one of its own (RFC 8693); `None` over stdio, for an API
+    /// key and without authentication. Never log it or pass it on as it is.
+    pub fn subject_token(&self) -> Option<crate::SubjectToken> {
+        self.inner.session.token()
+    }
+
     /// The id of the request being served.
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id

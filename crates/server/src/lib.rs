@@ -100,7 +100,7 @@ mod task_call;
 pub mod tool;
 pub mod view;
 
-pub use caller::Caller;
+pub use caller::{Caller, SubjectToken};
 pub use catalog::{BoxFuture, PromptHandler, ResourceHandler, TemplateHandler, UriTemplate};
 pub use config::{Config, InputErrorMode};
 pub use context::ToolContext;

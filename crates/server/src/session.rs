@@ -84,6 +84,8 @@ pub struct Session {
     observed: Mutex<Option<SessionGuard>>,
     /// Who the session speaks for, as its transport verified it (none over stdio).
     caller: OnceLock<Arc<Caller>>,
+    /// The access token of the session's latest request (see [`Session::set_token`]).
+    token: Mutex<Option<crate::SubjectToken>>,
     /// The view the session was given (none: every tool).
     view: OnceLock<Arc<View>>,
     /// The address of the client that opened it (none over stdio).
@@ -109,6 +111,7 @@ impl Session {
             label: OnceLock::new(),
             observed: Mutex::new(None),
             caller: OnceLock::new(),
+            token: Mutex::new(None),
             view: OnceLock::new(),
             address: OnceLock::new(),
         })
@@ -119,6 +122,20 @@ impl Session {
     /// the identity of its `initialize`. False if the session had one already.
     pub fn set_caller(&self, caller: Arc<Caller>) -> bool {
         self.caller.set(caller).is_ok()
+    }
+
+    /// Records the access token the session's current request presented, for tools that
+    /// exchange it (the gateway's `exchange:` upstreams). Each request of a session sets
+    /// it again (a client renews its token), and all of them speak for the subject the
+    /// session is bound to. A token that speaks for no authorization server's user (an API
+    /// key) is never set.
+    pub fn set_token(&self, token: crate::SubjectToken) {
+        *self.token.lock() = Some(token);
+    }
+
+    /// The token [`Session::set_token`] recorded last.
+    pub fn token(&self) -> Option<crate::SubjectToken> {
+        self.token.lock().clone()
     }
 
     /// Gives the session `view`: its `tools/list` shows only the view's tools, and a call

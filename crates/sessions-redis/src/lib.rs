@@ -12,6 +12,8 @@
 //! - channel `tw:bus`: `e <stream> <session>` after appends, `c <session>` after a DELETE,
 //!   `r <node> <session> <message>` for a client's answer to a request sent by replica
 //!   `node`. Every replica hears every message (one subscription each).
+//! - `tw:x:<digest>`: a token the gateway exchanged for an upstream, under a SHA-256 digest
+//!   of its subject, audience and scope, until shortly before it expires.
 //!
 //! Appends, updates and deletes run as Lua scripts, so each is atomic. The connection is
 //! made on first use and made again after an error, so a Redis that went away and came
@@ -20,12 +22,14 @@
 //! Layout: this file holds the store (its keys, Lua scripts and the [`SessionStore`]
 //! implementation); [`limits`] holds [`RedisLimits`], the `limits:` buckets and in-flight
 //! counts shared by replicas (`tw:l:*` keys); [`tasks`] holds [`RedisTasks`], tasks copied for
-//! every replica's `tasks/get` (`tw:t:*` keys); [`error`] holds the error of
+//! every replica's `tasks/get` (`tw:t:*` keys); [`values`] holds [`RedisValues`], values with
+//! a time to live (the gateway's exchanged tokens, `tw:x:<digest>`); [`error`] holds the error of
 //! [`RedisStore::open`].
 
 pub mod error;
 pub mod limits;
 pub mod tasks;
+pub mod values;
 
 pub use error::Error;
 pub use limits::RedisLimits;
@@ -38,6 +42,7 @@ use tokio::sync::mpsc;
 use toolwright_http::store::{
     Append, BusMessage, SessionRecord, SessionStore, StoreError, StoreFuture, StoredEvent,
 };
+pub use values::RedisValues;
 
 const BUS: &str = "tw:bus";
 

@@ -105,6 +105,8 @@ pub struct Server {
     pub filter: NameFilter,
     /// What it gets when it asks `roots/list`.
     pub roots: Roots,
+    /// How its calls are authorized with the caller's identity (`exchange:`), if they are.
+    pub exchange: Option<crate::exchange::Exchange>,
 }
 
 /// What an upstream is given when it asks `roots/list` (its entry's `roots:`).
@@ -446,6 +448,7 @@ fn check_server(
         }
     };
     let transport = check_transport(&spec, file, &mut problems);
+    let exchange = crate::exchange::check(&spec, spec.url.is_some(), &mut problems);
     let prefix = check_prefix(&spec, name, &mut problems);
     let filter = match NameFilter::compile(spec.include.as_deref(), &spec.exclude) {
         Ok(f) => f,
@@ -471,6 +474,7 @@ fn check_server(
             transport,
             filter,
             roots,
+            exchange,
         },
         warnings,
     ))

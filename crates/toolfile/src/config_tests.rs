@@ -110,6 +110,21 @@ servers:
 }
 
 #[test]
+fn an_exchange_loads() {
+    let text = "servers:\n  s:\n    url: https://h/mcp\n    bearer_env: SVC\n    exchange:\n      token_endpoint: https://as.example/token\n      audience: https://h/mcp\n      scope: a b\n      client_id: gw\n      client_secret: ${GW_SECRET}\n      client_auth: post\n";
+    let docs = [doc("gw.yaml", text)];
+    let config = read_config(&docs).unwrap();
+    let x = config.server("s").unwrap().exchange.clone().unwrap();
+    assert_eq!(x.token_endpoint, "https://as.example/token");
+    assert_eq!(x.audience, "https://h/mcp");
+    assert_eq!(x.scope.as_deref(), Some("a b"));
+    assert_eq!(x.client_id, "gw");
+    let secret = x.client_secret.unwrap();
+    assert_eq!(secret.env_vars().collect::<Vec<_>>(), ["GW_SECRET"]);
+    assert_eq!(x.client_auth, crate::exchange::ClientAuth::Post);
+}
+
+#[test]
 fn server_problems_are_refused_and_placed() {
     table! { refused;
         ("    command: [x]\n    url: http://h\n", "4:5: servers.s.url: a server is reached one way");
@@ -127,6 +142,15 @@ fn server_problems_are_refused_and_placed() {
         ("    command: [x]\n    ca_cert: ca.pem\n", "4:5: servers.s.ca_cert: `ca_cert` is for an https:// server (`url`)");
         ("    url: http://h\n    ca_cert: ca.pem\n", "4:5: servers.s.ca_cert: `ca_cert` is for an https:// server; this url is not one");
         ("    url: https://h\n    ca_cert: ''\n", "servers.s.ca_cert: an empty file name");
+        ("    command: [x]\n    exchange: {token_endpoint: 'https://a/t', audience: u, client_id: c}\n", "servers.s.exchange: `exchange` is for an HTTP server");
+        ("    url: http://h\n    era: legacy\n    exchange: {token_endpoint: 'https://a/t', audience: u, client_id: c}\n", "servers.s.exchange: `exchange` needs a modern");
+        ("    url: http://h\n    exchange: {token_endpoint: 'http://as.example/t', audience: u, client_id: c}\n", "servers.s.exchange.token_endpoint: OAuth over plain http://");
+        ("    url: http://h\n    exchange: {token_endpoint: 'https://a/t', audience: '', client_id: c}\n", "servers.s.exchange.audience: an empty `audience`");
+        ("    url: http://h\n    exchange: {token_endpoint: 'https://a/t', audience: u, client_id: c, client_secret: hunter2}\n", "servers.s.exchange.client_secret: a secret written in the file");
+        ("    url: http://h\n    exchange: {token_endpoint: 'https://a/t', audience: u, client_id: c, client_secret: '{x}'}\n", "servers.s.exchange.client_secret: a secret has no arguments");
+        ("    url: http://h\n    exchange: {token_endpoint: 'https://a/t', audience: u, client_id: c, client_auth: post}\n", "servers.s.exchange.client_auth: `client_auth` says how");
+        ("    url: http://h\n    exchange: {token_endpoint: 'https://a/t', audience: u, client_id: c, client_auth: jwt}\n", "unknown variant `jwt`");
+        ("    url: http://h\n    exchange: {token_endpoint: 'https://a/t', audience: u}\n", "missing field `client_id`");
         ("    command: [x]\n    env: {A: '${}'}\n", "4:11: servers.s.env.A: at byte 0: an environment variable's name");
         ("    command: [x]\n    env: {A: '{arg}'}\n", "servers.s.env.A: a server's environment has no arguments");
         ("    command: [x]\n    inherit_env: [OK, '9x']\n", "4:23: servers.s.inherit_env[1]");

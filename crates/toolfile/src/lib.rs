@@ -16,6 +16,8 @@
 //! - [`servers`]: the gateway's `servers:` and `gateway:` settings, as serde reads them.
 //! - [`sql`]: the `sql` action and `sources:`, and the statement scanner (placeholders,
 //!   writing statements) the loader and lint share.
+//! - [`exchange`]: an HTTP upstream's `exchange:` (RFC 8693 token exchange of the
+//!   caller's token), read and checked.
 //! - [`config`]: those settings checked and the files merged ([`read_config`]).
 //! - [`builtins`]: which built-in tools the files ask for (`builtins:`).
 //! - [`bound`]: identity-bound arguments (`{claims.sub}`), the one rule of declared and
@@ -41,6 +43,7 @@ pub mod builtins;
 pub mod config;
 pub mod document;
 pub mod error;
+pub mod exchange;
 pub mod fill;
 pub mod input;
 pub mod json;

@@ -48,6 +48,10 @@ pub struct ServerSpec {
     /// built-in roots (a private CA), relative to the config file's directory.
     #[serde(default)]
     pub ca_cert: Option<PathBuf>,
+    /// An HTTP server: each call carries the caller's token exchanged for one meant for
+    /// this server (RFC 8693), not `bearer_env`'s.
+    #[serde(default)]
+    pub exchange: Option<crate::exchange::ExchangeSpec>,
     /// Which protocol era to speak [default: auto].
     #[serde(default)]
     pub era: EraSpec,

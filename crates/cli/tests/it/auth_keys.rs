@@ -7,7 +7,7 @@ use crate::util::run_cli;
 use serde_json::{Value, json};
 
 /// `toolwright hash-key --generate`: the key (from stderr) and its entry (stdout).
-fn generated(name: &str, scopes: &[&str]) -> (String, String) {
+pub(crate) fn generated(name: &str, scopes: &[&str]) -> (String, String) {
     let mut args = vec!["hash-key", "--generate", "--name", name];
     for s in scopes {
         args.extend(["--scope", s]);

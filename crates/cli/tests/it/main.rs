@@ -29,6 +29,7 @@ mod first_use;
 mod gateway;
 mod gateway_bridge;
 mod gateway_config;
+mod gateway_exchange;
 mod gateway_first_use;
 mod gateway_http_upstream;
 mod gateway_live;

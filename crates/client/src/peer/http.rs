@@ -160,7 +160,13 @@ impl Inner {
         ex: Exchange<'_>,
         on_message: &mut (dyn FnMut(Message) + Send),
     ) -> Result<Reply, ClientError> {
-        let auth = self.options.connect.auth.as_ref();
+        // A call that brings its own `Authorization` (a gateway's exchanged token) is sent
+        // with it alone: the connection's authorizer neither adds to it nor renews it.
+        let own = ex
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        let auth = self.options.connect.auth.as_ref().filter(|_| !own);
         let mut challenges = 0;
         loop {
             let mut headers = ex.headers.to_vec();

@@ -147,7 +147,7 @@ pub struct Call {
     /// The `Mcp-Name` header on modern HTTP (the tool, prompt or resource named).
     pub name: Option<String>,
     /// More HTTP headers for this request (e.g. a tool's `Mcp-Param-*` headers on modern
-    /// HTTP); ignored over stdio.
+    /// HTTP); ignored over stdio. An `Authorization` here replaces the connection's own.
     pub headers: Vec<(String, String)>,
     /// How long to wait for the answer; default `connect.request_timeout`.
     pub timeout: Option<Duration>,
