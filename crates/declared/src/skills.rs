@@ -9,7 +9,7 @@
 //! file beneath it is one of its files. Names starting with `.` are skipped. Sizes are
 //! counted while reading, so an oversized skill is refused without being read whole.
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, openat, openat2, statat};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, openat, statat};
 use rustix::io::Errno;
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use toolwright_protocol::skills::{MAX_FILES, MAX_TOTAL_BYTES, SKILL_MD, frontmatter_block};
 use toolwright_server::SkillError;
 use toolwright_server::skills::{Skill, SkillSet};
+use toolwright_toolfile::paths::openat2;
 
 /// How deep directories are walked below the root.
 const MAX_DEPTH: usize = 16;

@@ -15,9 +15,9 @@
 //! case cannot be redirected either.
 
 use crate::error::PathError;
-use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 /// The descriptor number, in the program, of the first path a call opens; the next one
@@ -133,6 +133,31 @@ fn open_beneath(value: &str, roots: &[PathBuf]) -> Result<(OwnedFd, Option<Strin
     }
 }
 
+/// How many times [`openat2`] asks again after `EAGAIN`.
+const AGAIN_TRIES: usize = 32;
+
+/// `openat2(2)`, asked again when the kernel answers `EAGAIN`: with `RESOLVE_BENEATH` (or
+/// `RESOLVE_IN_ROOT`) a path with `..` in it, or a link that has one, is refused with
+/// `EAGAIN` when a rename or mount anywhere on the system raced its resolution, and the
+/// caller is to retry (openat2(2), ERRORS). On a busy machine that is not rare. Every
+/// `openat2` of the workspace goes through here; after [`AGAIN_TRIES`] it gives up with
+/// `EAGAIN`.
+pub fn openat2<Fd: AsFd, P: rustix::path::Arg + Copy>(
+    dirfd: Fd,
+    path: P,
+    flags: OFlags,
+    mode: Mode,
+    how: ResolveFlags,
+) -> Result<OwnedFd, Errno> {
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(dirfd.as_fd(), path, flags, mode, how) {
+            Err(Errno::AGAIN) if tries + 1 < AGAIN_TRIES => tries += 1,
+            other => return other,
+        }
+    }
+}
+
 /// `.` for an empty relative path (the root itself).
 fn or_dot(p: &Path) -> &Path {
     if p.as_os_str().is_empty() {
@@ -218,5 +243,45 @@ mod tests {
             .collect();
         assert_eq!(held, [(3, root.join("a")), (4, root.clone()), (5, root)]);
         assert_eq!(Paths::new(&[]).open("a"), Err(PathError::NoRoots));
+    }
+
+    /// Opens `a/../b` beneath a root while another thread renames files on the same
+    /// filesystem: the kernel refuses some of those opens with `EAGAIN` (the `..` raced a
+    /// rename), and [`openat2`] must ask again until it gets an answer. Counts the
+    /// refusals of the bare call too, to show the race was there to be lost.
+    #[test]
+    fn a_rename_racing_a_dotdot_is_asked_again() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("b"), "x").unwrap();
+        let root =
+            rustix::fs::open(dir.path(), OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let renamer = {
+            let (stop, base) = (stop.clone(), dir.path().to_path_buf());
+            std::thread::spawn(move || {
+                let (x, y) = (base.join("x"), base.join("y"));
+                std::fs::write(&x, "").unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::fs::rename(&x, &y).unwrap();
+                    std::fs::rename(&y, &x).unwrap();
+                }
+            })
+        };
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let (mut bare_again, mut ours_failed) = (0, 0);
+        for _ in 0..20_000 {
+            let bare = rustix::fs::openat2(&root, "a/../b", OFlags::PATH, Mode::empty(), how);
+            bare_again += usize::from(matches!(bare, Err(Errno::AGAIN)));
+            ours_failed +=
+                usize::from(openat2(&root, "a/../b", OFlags::PATH, Mode::empty(), how).is_err());
+        }
+        stop.store(true, Ordering::Relaxed);
+        renamer.join().unwrap();
+        assert_eq!(
+            ours_failed, 0,
+            "the bare call saw EAGAIN {bare_again} times"
+        );
     }
 }

@@ -13,10 +13,11 @@
 //! inotify thread and its reload loop) whenever the root is the tool file's directory.
 
 use crate::error::RunError;
-use rustix::fs::{CWD, Mode, OFlags, ResolveFlags, openat, openat2};
+use rustix::fs::{CWD, Mode, OFlags, ResolveFlags, openat};
 use rustix::io::Errno;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use toolwright_toolfile::paths::openat2;
 
 const DIR: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)

@@ -13,7 +13,7 @@
 //!   object the walk goes on to read. Nothing outside the roots is ever opened: a target
 //!   that leaves them is judged from the canonical root paths alone.
 
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, fstat, openat, openat2, readlinkat};
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, fstat, openat, readlinkat};
 use rustix::io::Errno;
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -21,6 +21,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use toolwright_toolfile::paths::openat2;
 
 /// Flags to open a directory for reading: never through a link at the last component.
 pub(crate) const DIR: OFlags = OFlags::RDONLY
