@@ -153,6 +153,18 @@ fn list(a: &ConfigArgs) -> Result<ExitCode> {
         for (tool, pin) in &server.tools {
             write_tool(&mut out, tool, pin)?;
         }
+        // Upstream skills (Skills extension), pinned by frontmatter and file digests.
+        if let Some(skills) = &server.skills {
+            writeln!(
+                out,
+                "server {name} skills: {} pinned, {} pending",
+                skills.values().filter(|t| t.pinned.is_some()).count(),
+                server.pending_skills().len()
+            )?;
+            for (path, pin) in skills {
+                write_tool(&mut out, &format!("skill {path}"), pin)?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -73,6 +73,8 @@ pub struct Gateway {
     pins: Pins,
     /// Everything that changes while the gateway runs, behind one lock.
     pub(crate) state: Mutex<State>,
+    /// Upstream skills, verified and served (`skills.rs`).
+    pub(crate) skills: crate::skills::Held,
 }
 
 /// What changes while the gateway runs. One lock: an install reads and writes most of it
@@ -183,6 +185,7 @@ impl Gateway {
                 settings: settings.clone(),
                 pins: Pins::new(config.state_file.clone()),
                 state: Mutex::new(State::default()),
+                skills: crate::skills::Held::default(),
             }
         });
         match failure {
@@ -352,6 +355,7 @@ impl Gateway {
     /// serving: the capabilities sent at `initialize` say whether there are any.
     pub fn register_catalog(self: &Arc<Self>, server: &Server) {
         catalog::register(self, server);
+        self.install_skills();
     }
 
     pub(crate) async fn refresh_named(self: &Arc<Self>, name: &str) {
@@ -532,6 +536,7 @@ impl Gateway {
     /// server's last listing against it.
     pub fn reload_pins(&self) {
         self.install_all();
+        self.install_skills();
     }
 
     /// Starts every upstream and lists its tools, without serving them (for

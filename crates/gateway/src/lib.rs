@@ -24,6 +24,8 @@
 //! - `plan.rs`: the install plan, a pure function from every server's listing, the pins
 //!   and the reserved names to the tools installed, refused and reported; `install.rs`
 //!   builds each tool of it.
+//! - `skills.rs`: upstream skills (SEP-2640) read, verified, namespaced, pinned and
+//!   served.
 //! - [`pin`]: fingerprints, the state file, quarantine and acceptance.
 //! - [`error`]: the gateway's error, [`GatewayError`].
 
@@ -45,6 +47,7 @@ pub mod pin;
 mod plan;
 pub mod policy;
 mod reload;
+mod skills;
 pub mod tool;
 pub mod upstream;
 

@@ -109,12 +109,47 @@ impl State {
     }
 }
 
+impl State {
+    /// What the state says of `skills` (upstream skill path and definition) of `server`,
+    /// as [`State::check`] for tools: on the skills' first contact (the server has no
+    /// skill pins yet) every skill is pinned; afterwards a changed or new one is
+    /// quarantined. A server with no pins at all is not recorded here (its tools' first
+    /// contact pins it): its skills are [`Verdict::New`] and nothing changes.
+    pub fn check_skills(
+        &mut self,
+        server: &str,
+        skills: &[(&str, &Value)],
+    ) -> (Vec<Verdict>, bool) {
+        let Some(entry) = self.servers.get_mut(server) else {
+            return (vec![Verdict::New; skills.len()], false);
+        };
+        let first = entry.skills.is_none();
+        let pins = entry.skills.get_or_insert_with(BTreeMap::new);
+        let mut changed = first;
+        let verdicts = skills
+            .iter()
+            .map(|(path, def)| {
+                let pin = pins.entry((*path).to_owned()).or_default();
+                let (verdict, touched) = pin.judge(def, first);
+                changed |= touched;
+                verdict
+            })
+            .collect();
+        (verdicts, changed)
+    }
+}
+
 /// One server's pins.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerPins {
     /// By upstream tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolPin>,
+    /// The server's skills by upstream skill path, pinned like tools (the definition is
+    /// the skill's frontmatter and every file's digest, [`crate::skills`]); absent until
+    /// the gateway first lists the server's skills, which is the skills' first contact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<BTreeMap<String, ToolPin>>,
 }
 
 impl ServerPins {
@@ -122,6 +157,16 @@ impl ServerPins {
     pub fn pending(&self) -> Vec<&str> {
         self.tools
             .iter()
+            .filter(|(_, t)| t.pending.is_some())
+            .map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    /// The paths of the skills with a pending definition.
+    pub fn pending_skills(&self) -> Vec<&str> {
+        self.skills
+            .iter()
+            .flatten()
             .filter(|(_, t)| t.pending.is_some())
             .map(|(k, _)| k.as_str())
             .collect()
@@ -338,8 +383,9 @@ impl Pins {
         })
     }
 
-    /// Accepts the pending definition of `tool` of `server`, or of every pending tool of
-    /// `server` when `tool` is `None`: pending becomes pinned. The names accepted, sorted.
+    /// Accepts the pending definition of `tool` of `server` (a tool name or a skill path),
+    /// or of every pending tool and skill of `server` when `tool` is `None`: pending
+    /// becomes pinned. The names accepted, sorted.
     ///
     /// # Errors
     ///
@@ -357,29 +403,38 @@ impl Pins {
                     false,
                 );
             };
+            // Skills accepted by path beside tools (a server never listed for skills has none).
+            let mut no_skills = BTreeMap::new();
+            let skills = entry.skills.as_mut().unwrap_or(&mut no_skills);
             let names: Vec<String> = match tool {
-                Some(t) if !entry.tools.contains_key(t) => {
+                Some(t) if !entry.tools.contains_key(t) && !skills.contains_key(t) => {
                     return (
                         Err(PinError::UnknownTool {
                             server: server.to_owned(),
                             tool: t.to_owned(),
-                            known: entry.tools.keys().cloned().collect(),
+                            known: entry.tools.keys().chain(skills.keys()).cloned().collect(),
                         }),
                         false,
                     );
                 }
                 Some(t) => vec![t.to_owned()],
-                None => entry.tools.keys().cloned().collect(),
+                None => entry.tools.keys().chain(skills.keys()).cloned().collect(),
             };
             let mut accepted = Vec::new();
             for name in names {
-                let pin = entry.tools.get_mut(&name).expect("listed above");
-                if let Some(fp) = pin.pending.take() {
-                    pin.pinned = Some(fp);
-                    pin.definition = pin.pending_definition.take();
-                    accepted.push(name);
+                for pin in [entry.tools.get_mut(&name), skills.get_mut(&name)]
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(fp) = pin.pending.take() {
+                        pin.pinned = Some(fp);
+                        pin.definition = pin.pending_definition.take();
+                        accepted.push(name.clone());
+                    }
                 }
             }
+            accepted.sort();
+            accepted.dedup();
             if accepted.is_empty() {
                 return (
                     Err(PinError::NothingPending {
