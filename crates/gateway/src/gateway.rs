@@ -351,10 +351,12 @@ impl Gateway {
 
     /// Serves the upstreams' resources, resource templates and prompts in `server`: the
     /// `eager` servers' now (waiting for them to start, at most 20 s), a lazy server's
-    /// once it is started (a client's first catalog request starts it). Call it before
-    /// serving: the capabilities sent at `initialize` say whether there are any.
+    /// once it is started (a client's first catalog request starts it); the `eager`
+    /// servers' skills too (`skills.rs`). Call it before serving: the capabilities sent
+    /// at `initialize` say whether there are any.
     pub fn register_catalog(self: &Arc<Self>, server: &Server) {
         catalog::register(self, server);
+        self.list_skills_before_serving();
         self.install_skills();
     }
 

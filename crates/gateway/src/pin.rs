@@ -93,8 +93,10 @@ impl State {
     /// back at its pin clears the pending one). Only memory is touched; [`Pins::check`]
     /// reads and writes the file around it.
     pub fn check(&mut self, server: &str, tools: &[(&str, &Value)]) -> (Vec<Verdict>, bool) {
-        let first = !self.servers.contains_key(server);
+        // An entry made for the server's skills alone is still the tools' first contact.
+        let first = self.servers.get(server).is_none_or(|e| e.skills_only);
         let entry = self.servers.entry(server.to_owned()).or_default();
+        entry.skills_only = false;
         let mut changed = first;
         let verdicts = tools
             .iter()
@@ -113,16 +115,20 @@ impl State {
     /// What the state says of `skills` (upstream skill path and definition) of `server`,
     /// as [`State::check`] for tools: on the skills' first contact (the server has no
     /// skill pins yet) every skill is pinned; afterwards a changed or new one is
-    /// quarantined. A server with no pins at all is not recorded here (its tools' first
-    /// contact pins it): its skills are [`Verdict::New`] and nothing changes.
+    /// quarantined. A server with no pins at all gets an entry marked `skills_only`, so
+    /// that its tools' first listing is still their first contact.
     pub fn check_skills(
         &mut self,
         server: &str,
         skills: &[(&str, &Value)],
     ) -> (Vec<Verdict>, bool) {
-        let Some(entry) = self.servers.get_mut(server) else {
-            return (vec![Verdict::New; skills.len()], false);
-        };
+        let entry = self
+            .servers
+            .entry(server.to_owned())
+            .or_insert_with(|| ServerPins {
+                skills_only: true,
+                ..ServerPins::default()
+            });
         let first = entry.skills.is_none();
         let pins = entry.skills.get_or_insert_with(BTreeMap::new);
         let mut changed = first;
@@ -150,6 +156,10 @@ pub struct ServerPins {
     /// the gateway first lists the server's skills, which is the skills' first contact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<BTreeMap<String, ToolPin>>,
+    /// True while the entry holds skills only: the server's tools were never listed, and
+    /// their first listing is first contact (pinned, not quarantined).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skills_only: bool,
 }
 
 impl ServerPins {
@@ -370,7 +380,7 @@ impl Pins {
     ) -> Result<Verdict, PinError> {
         let state = self.load()?;
         let fp = fingerprint(definition);
-        Ok(match state.servers.get(server) {
+        Ok(match state.servers.get(server).filter(|s| !s.skills_only) {
             None => Verdict::New,
             Some(s) => {
                 let old = s.tools.get(tool).and_then(|t| t.pinned.clone());

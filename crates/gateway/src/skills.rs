@@ -21,7 +21,7 @@
 //! a server whose skills were pinned already, is held (not served) until `toolwright trust
 //! accept SERVER [SKILL-PATH]`.
 
-use crate::gateway::Gateway;
+use crate::gateway::{FIRST_LIST_WAIT, Gateway};
 use crate::pin::{Pins, Verdict};
 use crate::upstream::Upstream;
 use parking_lot::Mutex;
@@ -32,6 +32,7 @@ use toolwright_protocol::skills::{
     MAX_FILES, MAX_TOTAL_BYTES, SCHEME, SkillEntry, SkillResources, skill_directory,
 };
 use toolwright_server::skills::{Skill, SkillSet};
+use toolwright_toolfile::servers::StartSpec;
 
 /// The most bytes of skills kept for one upstream (several skills at their limit).
 const MAX_UPSTREAM_BYTES: u64 = 4 * MAX_TOTAL_BYTES;
@@ -72,6 +73,45 @@ impl Gateway {
     pub fn set_local_skills(&self, skills: Vec<Skill>) {
         self.skills.inner.lock().local = Some(skills);
         self.install_skills();
+    }
+
+    /// Lists the skills of the `eager` upstreams not listed yet (starting them), waiting at
+    /// most 20 s in all: called before serving, so a client's first `skills/list` sees
+    /// them, as the catalog's eager listing does.
+    pub(crate) fn list_skills_before_serving(self: &Arc<Self>) {
+        let eager: Vec<Arc<Upstream>> = self
+            .upstreams_now()
+            .iter()
+            .filter(|u| u.spec().start == StartSpec::Eager)
+            .cloned()
+            .collect();
+        if eager.is_empty() {
+            return;
+        }
+        let gw = self.clone();
+        let all = async move {
+            for up in eager {
+                if up.peer().await.is_err() {
+                    continue;
+                }
+                let listed = gw.skills.inner.lock().fetched.contains_key(up.name());
+                if !listed {
+                    gw.refresh_skills(&up).await;
+                }
+            }
+            true
+        };
+        let wait = || {
+            if !self.wait_off_runtime(all, FIRST_LIST_WAIT) {
+                tracing::warn!(
+                    "some upstreams' skills were not listed within {FIRST_LIST_WAIT:?}; they join when they answer"
+                );
+            }
+        };
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(wait),
+            _ => wait(),
+        }
     }
 
     /// Lists `up`'s skills and reads every file, verified, then serves what the pins allow.

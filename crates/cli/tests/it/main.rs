@@ -31,6 +31,7 @@ mod gateway_config;
 mod gateway_first_use;
 mod gateway_http_upstream;
 mod gateway_live;
+mod gateway_skills;
 mod hardening_process;
 mod hardening_surfaces;
 mod help_and_errors;
