@@ -304,3 +304,80 @@ fn an_upstream_without_skills_adds_nothing() {
         .unwrap_or(Value::Null);
     assert!(state["servers"]["plain"]["skills"].is_null(), "{state}");
 }
+
+/// A stdio upstream (a shell script) that lists one skill and answers its `SKILL.md` read
+/// with `served`: the gateway serves the skill only when the bytes match the listing.
+fn scripted_upstream(dir: &Path, served: &str) -> PathBuf {
+    let md_file = dir.join("listed.md");
+    fs::write(&md_file, SKILL_MD).unwrap();
+    let entry = json!({
+        "uri": "skill://pdf/SKILL.md",
+        "frontmatter": {"name": "pdf", "description": "Work with PDF files"},
+        "resources": [{"uri": "skill://pdf/SKILL.md", "digest": sha256sum(&md_file), "size": SKILL_MD.len()}]
+    });
+    let answers = [
+        (
+            "initialize",
+            json!({"protocolVersion": LEGACY, "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/skills": {}}}, "serverInfo": {"name": "scripted", "version": "0"}}),
+        ),
+        ("tools/list", json!({"tools": []})),
+        ("skills/list", json!({"skills": [entry]})),
+        (
+            "resources/read",
+            json!({"contents": [{"uri": "skill://pdf/SKILL.md", "mimeType": "text/markdown", "text": served}]}),
+        ),
+    ];
+    let mut script = String::from(
+        "while IFS= read -r line; do\n  id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\\([0-9][0-9]*\\).*/\\1/p')\n  [ -n \"$id\" ] || continue\n  case \"$line\" in\n",
+    );
+    for (method, result) in answers {
+        let reply = json!({"jsonrpc": "2.0", "id": 0, "result": result})
+            .to_string()
+            .replace("\"id\":0", "\"id\":ID");
+        script.push_str(&format!(
+            "  *'\"method\":\"{method}\"'*) printf '%s\\n' '{reply}' | sed \"s/\\\"id\\\":ID/\\\"id\\\":$id/\" ;;\n"
+        ));
+    }
+    script.push_str("  esac\ndone\n");
+    let file = dir.join("upstream.sh");
+    fs::write(&file, script).unwrap();
+    file
+}
+
+/// The gateway over a scripted upstream named `scripted`: its skills/list once the
+/// upstream was read, and a read of the namespaced SKILL.md.
+fn through_gateway(served: &str) -> (Value, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = scripted_upstream(dir.path(), served);
+    let doc = json!({
+        "gateway": {"state_file": dir.path().join("pins.json")},
+        "servers": {"scripted": {"command": ["sh", script], "start": "eager", "era": "legacy"}},
+    });
+    let config = dir.path().join("gw.yaml");
+    fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let mut gw = Server::legacy(
+        LEGACY,
+        &["--no-watch", "--config", config.to_str().unwrap()],
+    );
+    let list = gw.request("skills/list", json!({}));
+    let read = gw.request(
+        "resources/read",
+        json!({"uri": "skill://scripted/pdf/SKILL.md"}),
+    );
+    (list, read)
+}
+
+#[test]
+fn a_tampered_upstream_file_is_never_served() {
+    // Honest bytes: served (so the test can tell).
+    let (list, read) = through_gateway(SKILL_MD);
+    assert_eq!(uris(&list), ["skill://scripted/pdf/SKILL.md"]);
+    assert_eq!(read["result"]["contents"][0]["text"], SKILL_MD, "{read}");
+    // One word changed: the skill is left out, and its file cannot be read.
+    let (list, read) = through_gateway(&SKILL_MD.replace("See", "Mail"));
+    assert!(
+        list["error"].is_object() || uris(&list).is_empty(),
+        "{list}"
+    );
+    assert!(read["error"].is_object(), "{read}");
+}
