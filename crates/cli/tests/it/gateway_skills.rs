@@ -381,3 +381,35 @@ fn a_tampered_upstream_file_is_never_served() {
     );
     assert!(read["error"].is_object(), "{read}");
 }
+
+#[test]
+fn the_configs_own_skills_are_served_beside_the_upstreams() {
+    let setup = Setup::new();
+    write(
+        &setup.path("own/hello/SKILL.md"),
+        "---\nname: hello\ndescription: Say hello\n---\nHi\n",
+    );
+    let mut doc: Value = serde_json::from_slice(&fs::read(setup.path("gw.yaml")).unwrap()).unwrap();
+    doc["skills"] = json!("own");
+    fs::write(
+        setup.path("gw.yaml"),
+        serde_json::to_string_pretty(&doc).unwrap(),
+    )
+    .unwrap();
+    let mut gw = setup.start();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = gw.request("skills/list", json!({}));
+        let got = uris(&list);
+        if got == ["skill://docs/pdf/SKILL.md", "skill://hello/SKILL.md"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{got:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let read = gw.request("resources/read", json!({"uri": "skill://hello/SKILL.md"}));
+    assert_eq!(
+        read["result"]["contents"][0]["text"],
+        "---\nname: hello\ndescription: Say hello\n---\nHi\n"
+    );
+}
