@@ -37,12 +37,13 @@ pub struct ConfigArgs {
 // `toolwright trust …` (no doc comment: it would replace the summary in --help).
 #[derive(Debug, Subcommand)]
 pub enum TrustCommand {
-    /// Accept the changed or new definitions of SERVER's tools (all of them, or TOOL only):
-    /// they are pinned and listed again.
+    /// Accept the changed or new definitions of SERVER's tools and skills (all of them, or
+    /// TOOL only): they are pinned and listed again.
     Accept {
         /// The server, as named under `servers:`.
         server: String,
-        /// One tool, by its upstream name [default: every pending tool of SERVER].
+        /// One tool by its upstream name, or one skill by its upstream path [default:
+        /// everything pending for SERVER].
         tool: Option<String>,
         /// Config files.
         #[command(flatten)]
