@@ -239,6 +239,13 @@ pub(crate) fn build(settings: &Settings<'_>) -> Result<Built> {
     }
     if let Some(dir) = &servers.skills {
         server.set_skills(load_skills(dir, "skills:")?);
+        // The gateway serves these beside its upstreams' skills (read again: the set above
+        // checked them, and keeps its own copy).
+        if let Some(g) = &gateway {
+            let skills = toolwright_declared::skills::read(dir)
+                .with_context(|| format!("skills: {}: nothing was served", dir.display()))?;
+            g.set_local_skills(skills);
+        }
     }
     Ok(Built {
         server,

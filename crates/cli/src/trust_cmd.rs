@@ -37,12 +37,13 @@ pub struct ConfigArgs {
 // `toolwright trust …` (no doc comment: it would replace the summary in --help).
 #[derive(Debug, Subcommand)]
 pub enum TrustCommand {
-    /// Accept the changed or new definitions of SERVER's tools (all of them, or TOOL only):
-    /// they are pinned and listed again.
+    /// Accept the changed or new definitions of SERVER's tools and skills (all of them, or
+    /// TOOL only): they are pinned and listed again.
     Accept {
         /// The server, as named under `servers:`.
         server: String,
-        /// One tool, by its upstream name [default: every pending tool of SERVER].
+        /// One tool by its upstream name, or one skill by its upstream path [default:
+        /// everything pending for SERVER].
         tool: Option<String>,
         /// Config files.
         #[command(flatten)]
@@ -152,6 +153,18 @@ fn list(a: &ConfigArgs) -> Result<ExitCode> {
         )?;
         for (tool, pin) in &server.tools {
             write_tool(&mut out, tool, pin)?;
+        }
+        // Upstream skills (Skills extension), pinned by frontmatter and file digests.
+        if let Some(skills) = &server.skills {
+            writeln!(
+                out,
+                "server {name} skills: {} pinned, {} pending",
+                skills.values().filter(|t| t.pinned.is_some()).count(),
+                server.pending_skills().len()
+            )?;
+            for (path, pin) in skills {
+                write_tool(&mut out, &format!("skill {path}"), pin)?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

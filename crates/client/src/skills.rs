@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
 use toolwright_protocol::skills::{self, SkillEntry};
 
-use crate::{Call, Client, ClientError};
+use crate::{Call, Client, ClientError, Peer};
 
 impl Client {
     /// Whether the server declared the Skills extension.
@@ -28,16 +28,7 @@ impl Client {
     ///
     /// When a request fails or an entry is not a skill entry.
     pub async fn list_skills(&mut self) -> Result<Vec<SkillEntry>, ClientError> {
-        let raw = self.peer().list_all("skills/list", "skills").await?;
-        raw.into_iter()
-            .enumerate()
-            .map(|(i, v)| {
-                serde_json::from_value(v).map_err(|e| ClientError::Malformed {
-                    what: format!("skills/list entry #{i}"),
-                    detail: e.to_string(),
-                })
-            })
-            .collect()
+        self.peer().list_skills().await
     }
 
     /// Reads the file `uri` of the skill `entry` and returns its bytes once they match the
@@ -49,6 +40,49 @@ impl Client {
     /// otherwise when the request fails or the result carries no contents.
     pub async fn read_skill_file(
         &mut self,
+        entry: &SkillEntry,
+        uri: &str,
+    ) -> Result<Vec<u8>, ClientError> {
+        self.peer().read_skill_file(entry, uri).await
+    }
+}
+
+impl Peer {
+    /// Whether the server declared the Skills extension.
+    pub fn serves_skills(&self) -> bool {
+        self.capabilities()
+            .and_then(|c| c.extensions)
+            .is_some_and(|e| e.contains_key(skills::EXTENSION_ID))
+    }
+
+    /// Every skill the server lists (`skills/list`, every page), as
+    /// [`Client::list_skills`] (the gateway's way in).
+    ///
+    /// # Errors
+    ///
+    /// When a request fails or an entry is not a skill entry.
+    pub async fn list_skills(&self) -> Result<Vec<SkillEntry>, ClientError> {
+        let raw = self.list_all("skills/list", "skills").await?;
+        raw.into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                serde_json::from_value(v).map_err(|e| ClientError::Malformed {
+                    what: format!("skills/list entry #{i}"),
+                    detail: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// Reads and verifies a skill file, as [`Client::read_skill_file`] (the gateway's way
+    /// in).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Unverified`] when the file is not in the entry or does not match it;
+    /// otherwise when the request fails or the result carries no contents.
+    pub async fn read_skill_file(
+        &self,
         entry: &SkillEntry,
         uri: &str,
     ) -> Result<Vec<u8>, ClientError> {
@@ -67,7 +101,7 @@ impl Client {
             name: Some(uri.to_owned()),
             ..Call::new("resources/read", json!({"uri": uri}))
         };
-        let result = self.peer().request(call).await?;
+        let result = self.request(call).await?;
         let bytes = contents_bytes(&result, uri)?;
         if bytes.len() as u64 != listed.size {
             return Err(refuse(format!(

@@ -59,6 +59,20 @@ pub enum SkillsError {
 /// [`SkillsError`]: an unreadable directory, a `SKILL.md` without frontmatter, a skill over
 /// the extension's limits or against its rules.
 pub fn load(root: &Path) -> Result<SkillSet, SkillsError> {
+    SkillSet::new(read(root)?).map_err(|source| SkillsError::Rule {
+        root: root.to_owned(),
+        source,
+    })
+}
+
+/// The skills below `root`, read but not yet checked against the extension's rules (what
+/// [`load`] makes a [`SkillSet`] of; the gateway serves them beside upstream skills).
+///
+/// # Errors
+///
+/// [`SkillsError`]: an unreadable directory, a `SKILL.md` without frontmatter, a skill over
+/// the extension's limits.
+pub fn read(root: &Path) -> Result<Vec<Skill>, SkillsError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |errno| SkillsError::Io { path, errno }
@@ -71,10 +85,7 @@ pub fn load(root: &Path) -> Result<SkillSet, SkillsError> {
         skills: Vec::new(),
     };
     walk.find_skills(&fd, "", 0)?;
-    SkillSet::new(walk.skills).map_err(|source| SkillsError::Rule {
-        root: root.to_owned(),
-        source,
-    })
+    Ok(walk.skills)
 }
 
 struct Walk<'a> {

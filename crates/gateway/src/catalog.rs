@@ -176,6 +176,8 @@ pub async fn offer(
         let resources = listed::<Resource>(&peer, server, "resources/list", "resources").await;
         out.resources = resources
             .into_iter()
+            // Skill files are served verified and pinned (`skills.rs`), never forwarded.
+            .filter(|r| !r.uri.starts_with(toolwright_protocol::skills::SCHEME))
             .map(|definition| {
                 Arc::new(UpstreamResource {
                     upstream: upstream.clone(),

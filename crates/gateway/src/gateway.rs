@@ -76,6 +76,8 @@ pub struct Gateway {
     pins: Pins,
     /// Everything that changes while the gateway runs, behind one lock.
     pub(crate) state: Mutex<State>,
+    /// Upstream skills, verified and served (`skills.rs`).
+    pub(crate) skills: crate::skills::Held,
 }
 
 /// What changes while the gateway runs. One lock: an install reads and writes most of it
@@ -187,6 +189,7 @@ impl Gateway {
                 settings: settings.clone(),
                 pins: Pins::new(config.state_file.clone()),
                 state: Mutex::new(State::default()),
+                skills: crate::skills::Held::default(),
             }
         });
         match failure {
@@ -352,10 +355,13 @@ impl Gateway {
 
     /// Serves the upstreams' resources, resource templates and prompts in `server`: the
     /// `eager` servers' now (waiting for them to start, at most 20 s), a lazy server's
-    /// once it is started (a client's first catalog request starts it). Call it before
-    /// serving: the capabilities sent at `initialize` say whether there are any.
+    /// once it is started (a client's first catalog request starts it); the `eager`
+    /// servers' skills too (`skills.rs`). Call it before serving: the capabilities sent
+    /// at `initialize` say whether there are any.
     pub fn register_catalog(self: &Arc<Self>, server: &Server) {
         catalog::register(self, server);
+        self.list_skills_before_serving();
+        self.install_skills();
     }
 
     pub(crate) async fn refresh_named(self: &Arc<Self>, name: &str) {
@@ -537,6 +543,7 @@ impl Gateway {
     /// server's last listing against it.
     pub fn reload_pins(&self) {
         self.install_all();
+        self.install_skills();
     }
 
     /// Starts every upstream and lists its tools, without serving them (for

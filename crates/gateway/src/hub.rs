@@ -26,6 +26,7 @@ impl Events for Hub {
                 g.handle().spawn(async move {
                     if let Some(up) = gw.upstream(&server) {
                         gw.refresh_catalog(&up).await;
+                        gw.refresh_skills(&up).await;
                     }
                 });
             }
@@ -45,6 +46,7 @@ impl Events for Hub {
             if let Some(up) = gw.upstream(&server) {
                 gw.refresh(&up).await;
                 gw.refresh_catalog(&up).await;
+                gw.refresh_skills(&up).await;
             }
         })
     }

@@ -28,6 +28,8 @@
 //! - `plan.rs`: the install plan, a pure function from every server's listing, the pins
 //!   and the reserved names to the tools installed, refused and reported; `install.rs`
 //!   builds each tool of it.
+//! - `skills.rs`: upstream skills (SEP-2640) read, verified, namespaced, pinned and
+//!   served.
 //! - [`pin`]: fingerprints, the state file, quarantine and acceptance.
 //! - [`error`]: the gateway's error, [`GatewayError`].
 
@@ -51,6 +53,7 @@ mod plan;
 pub mod policy;
 mod reload;
 mod task;
+mod skills;
 pub mod tool;
 pub mod upstream;
 

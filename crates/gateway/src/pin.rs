@@ -93,13 +93,49 @@ impl State {
     /// back at its pin clears the pending one). Only memory is touched; [`Pins::check`]
     /// reads and writes the file around it.
     pub fn check(&mut self, server: &str, tools: &[(&str, &Value)]) -> (Vec<Verdict>, bool) {
-        let first = !self.servers.contains_key(server);
+        // An entry made for the server's skills alone is still the tools' first contact.
+        let first = self.servers.get(server).is_none_or(|e| e.skills_only);
         let entry = self.servers.entry(server.to_owned()).or_default();
+        entry.skills_only = false;
         let mut changed = first;
         let verdicts = tools
             .iter()
             .map(|(name, def)| {
                 let pin = entry.tools.entry((*name).to_owned()).or_default();
+                let (verdict, touched) = pin.judge(def, first);
+                changed |= touched;
+                verdict
+            })
+            .collect();
+        (verdicts, changed)
+    }
+}
+
+impl State {
+    /// What the state says of `skills` (upstream skill path and definition) of `server`,
+    /// as [`State::check`] for tools: on the skills' first contact (the server has no
+    /// skill pins yet) every skill is pinned; afterwards a changed or new one is
+    /// quarantined. A server with no pins at all gets an entry marked `skills_only`, so
+    /// that its tools' first listing is still their first contact.
+    pub fn check_skills(
+        &mut self,
+        server: &str,
+        skills: &[(&str, &Value)],
+    ) -> (Vec<Verdict>, bool) {
+        let entry = self
+            .servers
+            .entry(server.to_owned())
+            .or_insert_with(|| ServerPins {
+                skills_only: true,
+                ..ServerPins::default()
+            });
+        let first = entry.skills.is_none();
+        let pins = entry.skills.get_or_insert_with(BTreeMap::new);
+        let mut changed = first;
+        let verdicts = skills
+            .iter()
+            .map(|(path, def)| {
+                let pin = pins.entry((*path).to_owned()).or_default();
                 let (verdict, touched) = pin.judge(def, first);
                 changed |= touched;
                 verdict
@@ -115,6 +151,15 @@ pub struct ServerPins {
     /// By upstream tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolPin>,
+    /// The server's skills by upstream skill path, pinned like tools (the definition is
+    /// the skill's frontmatter and every file's digest, [`crate::skills`]); absent until
+    /// the gateway first lists the server's skills, which is the skills' first contact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<BTreeMap<String, ToolPin>>,
+    /// True while the entry holds skills only: the server's tools were never listed, and
+    /// their first listing is first contact (pinned, not quarantined).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skills_only: bool,
 }
 
 impl ServerPins {
@@ -122,6 +167,16 @@ impl ServerPins {
     pub fn pending(&self) -> Vec<&str> {
         self.tools
             .iter()
+            .filter(|(_, t)| t.pending.is_some())
+            .map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    /// The paths of the skills with a pending definition.
+    pub fn pending_skills(&self) -> Vec<&str> {
+        self.skills
+            .iter()
+            .flatten()
             .filter(|(_, t)| t.pending.is_some())
             .map(|(k, _)| k.as_str())
             .collect()
@@ -325,7 +380,7 @@ impl Pins {
     ) -> Result<Verdict, PinError> {
         let state = self.load()?;
         let fp = fingerprint(definition);
-        Ok(match state.servers.get(server) {
+        Ok(match state.servers.get(server).filter(|s| !s.skills_only) {
             None => Verdict::New,
             Some(s) => {
                 let old = s.tools.get(tool).and_then(|t| t.pinned.clone());
@@ -338,8 +393,9 @@ impl Pins {
         })
     }
 
-    /// Accepts the pending definition of `tool` of `server`, or of every pending tool of
-    /// `server` when `tool` is `None`: pending becomes pinned. The names accepted, sorted.
+    /// Accepts the pending definition of `tool` of `server` (a tool name or a skill path),
+    /// or of every pending tool and skill of `server` when `tool` is `None`: pending
+    /// becomes pinned. The names accepted, sorted.
     ///
     /// # Errors
     ///
@@ -357,29 +413,38 @@ impl Pins {
                     false,
                 );
             };
+            // Skills accepted by path beside tools (a server never listed for skills has none).
+            let mut no_skills = BTreeMap::new();
+            let skills = entry.skills.as_mut().unwrap_or(&mut no_skills);
             let names: Vec<String> = match tool {
-                Some(t) if !entry.tools.contains_key(t) => {
+                Some(t) if !entry.tools.contains_key(t) && !skills.contains_key(t) => {
                     return (
                         Err(PinError::UnknownTool {
                             server: server.to_owned(),
                             tool: t.to_owned(),
-                            known: entry.tools.keys().cloned().collect(),
+                            known: entry.tools.keys().chain(skills.keys()).cloned().collect(),
                         }),
                         false,
                     );
                 }
                 Some(t) => vec![t.to_owned()],
-                None => entry.tools.keys().cloned().collect(),
+                None => entry.tools.keys().chain(skills.keys()).cloned().collect(),
             };
             let mut accepted = Vec::new();
             for name in names {
-                let pin = entry.tools.get_mut(&name).expect("listed above");
-                if let Some(fp) = pin.pending.take() {
-                    pin.pinned = Some(fp);
-                    pin.definition = pin.pending_definition.take();
-                    accepted.push(name);
+                for pin in [entry.tools.get_mut(&name), skills.get_mut(&name)]
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(fp) = pin.pending.take() {
+                        pin.pinned = Some(fp);
+                        pin.definition = pin.pending_definition.take();
+                        accepted.push(name.clone());
+                    }
                 }
             }
+            accepted.sort();
+            accepted.dedup();
             if accepted.is_empty() {
                 return (
                     Err(PinError::NothingPending {

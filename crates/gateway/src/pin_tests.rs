@@ -181,3 +181,47 @@ fn diffs() {
     );
     assert_eq!(line_diff("", "x"), [('+', "x")]);
 }
+
+fn skill(digest: &str) -> Value {
+    json!({"frontmatter": {"name": "pdf", "description": "d"}, "files": {"SKILL.md": digest}})
+}
+
+#[test]
+fn skills_are_pinned_on_their_first_contact_then_held_until_accepted() {
+    let mut state = State::default();
+    let (one, two) = (skill("sha256:1"), skill("sha256:2"));
+    // Skills seen before any tool: pinned, and the tools' first listing is still first contact.
+    let (v, changed) = state.check_skills("docs", &[("pdf", &one)]);
+    assert_eq!((v, changed), (vec![Verdict::New], true));
+    let (v, _) = state.check("docs", &[("add", &tool("Adds."))]);
+    assert_eq!(v, [Verdict::New]);
+    assert!(!state.servers["docs"].skills_only);
+    // Unchanged: pinned, nothing written; changed or new: held as pending.
+    assert_eq!(
+        state.check_skills("docs", &[("pdf", &one)]),
+        (vec![Verdict::Pinned], false)
+    );
+    let (v, changed) = state.check_skills("docs", &[("pdf", &two), ("new", &one)]);
+    assert!(changed && v.iter().all(|v| !v.is_usable()), "{v:?}");
+    assert_eq!(state.servers["docs"].pending_skills(), ["new", "pdf"]);
+
+    // Accepted through the file, by skill path, beside tools.
+    let dir = tempfile::tempdir().unwrap();
+    let pins = Pins::new(dir.path().join("pins.json"));
+    pins.with_state(|s| {
+        *s = state.clone();
+        ((), true)
+    })
+    .unwrap();
+    assert_eq!(pins.accept("docs", Some("pdf")).unwrap(), ["pdf"]);
+    assert_eq!(pins.accept("docs", None).unwrap(), ["new"]);
+    let mut after = pins.load().unwrap();
+    assert_eq!(
+        after.check_skills("docs", &[("pdf", &two), ("new", &one)]),
+        (vec![Verdict::Pinned, Verdict::Pinned], false)
+    );
+    assert!(matches!(
+        pins.accept("docs", Some("nope")),
+        Err(PinError::UnknownTool { .. })
+    ));
+}

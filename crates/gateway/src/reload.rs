@@ -116,6 +116,7 @@ impl Gateway {
         }
         self.state.lock().reloading = false;
         self.install_all();
+        self.install_skills();
         self.install_catalog();
         tracing::info!(
             added = ?done.added,

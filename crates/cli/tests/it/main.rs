@@ -34,6 +34,7 @@ mod gateway_first_use;
 mod gateway_http_upstream;
 mod gateway_live;
 mod gateway_tasks;
+mod gateway_skills;
 mod hardening_process;
 mod hardening_surfaces;
 mod help_and_errors;
