@@ -52,8 +52,8 @@ pub mod pin;
 mod plan;
 pub mod policy;
 mod reload;
-mod task;
 mod skills;
+mod task;
 pub mod tool;
 pub mod upstream;
 
