@@ -152,7 +152,7 @@ pub struct ServerPins {
     #[serde(default)]
     pub tools: BTreeMap<String, ToolPin>,
     /// The server's skills by upstream skill path, pinned like tools (the definition is
-    /// the skill's frontmatter and every file's digest, [`crate::skills`]); absent until
+    /// the skill's frontmatter and every file's digest, as `skills.rs` builds it); absent until
     /// the gateway first lists the server's skills, which is the skills' first contact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills: Option<BTreeMap<String, ToolPin>>,

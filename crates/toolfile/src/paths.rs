@@ -140,7 +140,7 @@ const AGAIN_TRIES: usize = 32;
 /// `RESOLVE_IN_ROOT`) a path with `..` in it, or a link that has one, is refused with
 /// `EAGAIN` when a rename or mount anywhere on the system raced its resolution, and the
 /// caller is to retry (openat2(2), ERRORS). On a busy machine that is not rare. Every
-/// `openat2` of the workspace goes through here; after [`AGAIN_TRIES`] it gives up with
+/// `openat2` of the workspace goes through here; after 32 tries it gives up with
 /// `EAGAIN`.
 pub fn openat2<Fd: AsFd, P: rustix::path::Arg + Copy>(
     dirfd: Fd,
