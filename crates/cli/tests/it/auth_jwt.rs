@@ -48,7 +48,7 @@ pub(crate) fn es256(kid: &str) -> TestKey {
     }
 }
 
-fn ed25519(kid: &str) -> TestKey {
+pub(crate) fn ed25519(kid: &str) -> TestKey {
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
     let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
     TestKey {
@@ -83,13 +83,16 @@ fn rs256(kid: &str) -> TestKey {
 
 /// The authorization server stand-in: serves its RFC 8414 metadata (issuer with a path,
 /// so the path is inserted after the well-known segment) and a JWKS, one request per
-/// connection, and counts the JWKS fetches.
+/// connection, counts the JWKS fetches and keeps the path of every request. Its metadata
+/// names authorization and token endpoints, for the SDK clients' flows to start; nothing
+/// answers there.
 pub(crate) struct Issuer {
     pub(crate) url: String,
     jwks: Arc<Mutex<Value>>,
     fetches: Arc<AtomicUsize>,
     /// The JWKS is answered 503 while set.
     down: Arc<AtomicBool>,
+    paths: Arc<Mutex<Vec<String>>>,
 }
 
 impl Issuer {
@@ -102,12 +105,14 @@ impl Issuer {
             jwks: Arc::new(Mutex::new(Value::Null)),
             fetches: Arc::new(AtomicUsize::new(0)),
             down: Arc::new(AtomicBool::new(false)),
+            paths: Arc::new(Mutex::new(Vec::new())),
         };
         issuer.publish(keys);
-        let (jwks, fetches, down) = (
+        let (jwks, fetches, down, paths) = (
             issuer.jwks.clone(),
             issuer.fetches.clone(),
             issuer.down.clone(),
+            issuer.paths.clone(),
         );
         std::thread::spawn(move || {
             for conn in listener.incoming() {
@@ -120,9 +125,12 @@ impl Issuer {
                     line.clear();
                 }
                 let path = request_line.split(' ').nth(1).unwrap_or("");
+                paths.lock().unwrap().push(path.to_owned());
                 let body = match path {
                     "/.well-known/oauth-authorization-server/tenant" => Some(
-                        json!({"issuer": url, "jwks_uri": format!("{base}/jwks"), "response_types_supported": ["code"]}),
+                        json!({"issuer": url, "jwks_uri": format!("{base}/jwks"), "response_types_supported": ["code"],
+                            "authorization_endpoint": format!("{base}/authorize"), "token_endpoint": format!("{base}/token"),
+                            "code_challenge_methods_supported": ["S256"]}),
                     ),
                     "/jwks" => {
                         fetches.fetch_add(1, Ordering::SeqCst);
@@ -148,17 +156,22 @@ impl Issuer {
     }
 
     /// Serves these keys from now on.
-    fn publish(&self, keys: &[&TestKey]) {
+    pub(crate) fn publish(&self, keys: &[&TestKey]) {
         let keys: Vec<Value> = keys.iter().map(|k| k.jwk.clone()).collect();
         *self.jwks.lock().unwrap() = json!({"keys": keys});
     }
 
-    fn fetches(&self) -> usize {
+    pub(crate) fn fetches(&self) -> usize {
         self.fetches.load(Ordering::SeqCst)
+    }
+
+    /// The paths of the requests it got so far.
+    pub(crate) fn paths(&self) -> Vec<String> {
+        self.paths.lock().unwrap().clone()
     }
 }
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()

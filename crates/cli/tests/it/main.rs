@@ -8,6 +8,7 @@ mod util;
 mod auth_bound;
 mod auth_introspect;
 mod auth_jwt;
+mod auth_jwt_sdk;
 mod auth_keys;
 mod auth_session;
 mod auth_views;
