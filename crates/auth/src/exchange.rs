@@ -13,6 +13,7 @@
 
 use crate::error::Error;
 use crate::fetch::{FetchError, Fetcher};
+use crate::introspect::form;
 use base64::Engine as _;
 use serde_json::Value;
 use std::time::Duration;
@@ -81,21 +82,6 @@ impl std::fmt::Debug for Exchanged {
 pub struct TokenExchange {
     settings: ExchangeSettings,
     fetcher: Fetcher,
-}
-
-/// `application/x-www-form-urlencoded` of one value (RFC 6749 appendix B).
-fn form(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(char::from(b));
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 impl TokenExchange {

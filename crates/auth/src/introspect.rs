@@ -53,19 +53,10 @@ impl std::fmt::Debug for Introspector {
     }
 }
 
-/// `application/x-www-form-urlencoded` of one value.
-fn form(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(char::from(b));
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+/// `application/x-www-form-urlencoded` of one value (RFC 6749 appendix B), for form
+/// bodies and HTTP Basic credentials.
+pub(crate) fn form(value: &str) -> String {
+    form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
 
 impl Introspector {
@@ -229,6 +220,6 @@ mod tests {
 
     #[test]
     fn form_encoding() {
-        assert_eq!(form("a b+c/é~"), "a+b%2Bc%2F%C3%A9~");
+        assert_eq!(form("a b+c/é~*"), "a+b%2Bc%2F%C3%A9%7E*");
     }
 }
