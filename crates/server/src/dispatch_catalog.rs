@@ -249,8 +249,11 @@ impl Server {
             return Err(ErrorObject::method_not_found("resources/subscribe"));
         }
         if subscribe {
-            if self.inner.catalog.resource(&p.uri).is_none()
-                && self.inner.catalog.template_for(&p.uri).is_none()
+            // Outside the session's view a URI is not found, as one that does not exist.
+            let in_view = session.view().is_none_or(|v| v.shows(&p.uri));
+            if !in_view
+                || (self.inner.catalog.resource(&p.uri).is_none()
+                    && self.inner.catalog.template_for(&p.uri).is_none())
             {
                 return Err(self.not_found(&era, &p.uri));
             }
@@ -354,15 +357,24 @@ impl Server {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
+        // Outside the session's view a prompt or template is unknown, as one that does not
+        // exist.
+        let shows = |name: &str| session.view().is_none_or(|v| v.shows(name));
         let mut values = match &p.reference {
             CompletionRef::Prompt { name } => {
-                let (_, h) = self.inner.catalog.prompt(name).ok_or_else(|| {
+                let found = self.inner.catalog.prompt(name).filter(|_| shows(name));
+                let (_, h) = found.ok_or_else(|| {
                     ErrorObject::invalid_params(format!("Unknown prompt: {name}"))
                 })?;
                 h.complete(&p.argument.name, &p.argument.value, &resolved)
             }
             CompletionRef::Resource { uri } => {
-                let t = self.inner.catalog.template_by_uri(uri).ok_or_else(|| {
+                let found = self
+                    .inner
+                    .catalog
+                    .template_by_uri(uri)
+                    .filter(|_| shows(uri));
+                let t = found.ok_or_else(|| {
                     ErrorObject::invalid_params(format!("Unknown resource template: {uri}"))
                 })?;
                 t.handler.complete(&p.argument.name, &p.argument.value)

@@ -145,6 +145,12 @@ impl Server {
             _ => return Err(ErrorObject::method_not_found("subscriptions/listen")),
         };
         let mut f = p.notifications;
+        // A resource outside the session's view is not subscribed to (the acknowledgement
+        // says what is honoured); the glob is matched on the URI, so this tells nothing of
+        // what exists.
+        if let Some(view) = session.view() {
+            f.resource_subscriptions.retain(|uri| view.shows(uri));
+        }
         f.narrow(
             self.inner.catalog.has_prompts(),
             self.inner.catalog.has_resources(),

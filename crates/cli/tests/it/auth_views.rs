@@ -310,3 +310,59 @@ fn stdio_serves_the_default_view_or_the_one_named() {
         "{text}"
     );
 }
+
+/// Completion and resource subscriptions follow the view as listing and reading do: what is
+/// outside it is answered as what does not exist, and a listen stream is not subscribed to
+/// it (over stdio, `--view docs`, in both eras).
+#[test]
+fn completion_and_subscriptions_follow_the_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("views.yaml");
+    let config = "views:\n  docs:\n    include: [test_simple_prompt, \"test://static-text\"]\n";
+    std::fs::write(&file, config).unwrap();
+    let args = [
+        "--config",
+        file.to_str().unwrap(),
+        "--fixtures",
+        "conformance",
+        "--view",
+        "docs",
+    ];
+    let mut s = crate::util::Server::legacy("2025-11-25", &args);
+    let complete = |s: &mut crate::util::Server, name: &str| {
+        let r = s.request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": name},
+                   "argument": {"name": "arg1", "value": ""}}),
+        );
+        r["error"].to_string()
+    };
+    let outside = complete(&mut s, "test_prompt_with_arguments");
+    assert!(outside.contains("Unknown prompt"), "{outside}");
+    assert_eq!(
+        outside,
+        complete(&mut s, "zz_none").replace("zz_none", "test_prompt_with_arguments")
+    );
+    let subscribe = |s: &mut crate::util::Server, uri: &str| {
+        s.request("resources/subscribe", json!({"uri": uri}))["error"].to_string()
+    };
+    assert_eq!(subscribe(&mut s, "test://static-text"), "null");
+    assert_eq!(
+        subscribe(&mut s, "test://watched-resource"),
+        subscribe(&mut s, "test://zz-none").replace("test://zz-none", "test://watched-resource")
+    );
+
+    let mut m = crate::util::Server::start(&args);
+    let id = m.next_id();
+    m.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"_meta": crate::util::modern_meta(), "notifications": {
+            "resourceSubscriptions": ["test://static-text", "test://watched-resource"]}}}),
+    );
+    let ack = m.recv();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["test://static-text"]})
+    );
+}
