@@ -327,18 +327,7 @@ fn scripted_upstream(dir: &Path, served: &str) -> PathBuf {
             json!({"contents": [{"uri": "skill://pdf/SKILL.md", "mimeType": "text/markdown", "text": served}]}),
         ),
     ];
-    let mut script = String::from(
-        "while IFS= read -r line; do\n  id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\\([0-9][0-9]*\\).*/\\1/p')\n  [ -n \"$id\" ] || continue\n  case \"$line\" in\n",
-    );
-    for (method, result) in answers {
-        let reply = json!({"jsonrpc": "2.0", "id": 0, "result": result})
-            .to_string()
-            .replace("\"id\":0", "\"id\":ID");
-        script.push_str(&format!(
-            "  *'\"method\":\"{method}\"'*) printf '%s\\n' '{reply}' | sed \"s/\\\"id\\\":ID/\\\"id\\\":$id/\" ;;\n"
-        ));
-    }
-    script.push_str("  esac\ndone\n");
+    let script = crate::skills::scripted_server(&answers);
     let file = dir.join("upstream.sh");
     fs::write(&file, script).unwrap();
     file

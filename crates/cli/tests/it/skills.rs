@@ -43,6 +43,24 @@ fn sha256sum(file: &Path) -> String {
     format!("sha256:{}", text.split_whitespace().next().unwrap())
 }
 
+/// A stdio MCP server as a shell script: each request whose method is one of `answers`'
+/// gets that result under its own id; anything else goes unanswered.
+pub(crate) fn scripted_server(answers: &[(&str, Value)]) -> String {
+    let mut script = String::from(
+        "while IFS= read -r line; do\n  id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\\([0-9][0-9]*\\).*/\\1/p')\n  [ -n \"$id\" ] || continue\n  case \"$line\" in\n",
+    );
+    for (method, result) in answers {
+        let reply = json!({"jsonrpc": "2.0", "id": 0, "result": result})
+            .to_string()
+            .replace("\"id\":0", "\"id\":ID");
+        script.push_str(&format!(
+            "  *'\"method\":\"{method}\"'*) printf '%s\\n' '{reply}' | sed \"s/\\\"id\\\":ID/\\\"id\\\":$id/\" ;;\n"
+        ));
+    }
+    script.push_str("  esac\ndone\n");
+    script
+}
+
 #[test]
 fn stdio_lists_gets_reads_and_walks_skills() {
     let dir = skills_dir();
@@ -261,16 +279,7 @@ fn the_cli_refuses_a_tampered_file() {
             json!({"contents": [{"uri": "skill://pdf/SKILL.md", "mimeType": "text/markdown", "text": tampered}]}),
         ),
     ];
-    let mut script = String::from(
-        "while IFS= read -r line; do\n  id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\\([0-9][0-9]*\\).*/\\1/p')\n  [ -n \"$id\" ] || continue\n  case \"$line\" in\n",
-    );
-    for (method, result) in answers {
-        let reply = json!({"jsonrpc": "2.0", "id": 0, "result": result})
-            .to_string()
-            .replace("\"id\":0", "\"id\":ID");
-        script.push_str(&format!("  *'\"method\":\"{method}\"'*) printf '%s\\n' '{reply}' | sed \"s/\\\"id\\\":ID/\\\"id\\\":$id/\" ;;\n"));
-    }
-    script.push_str("  esac\ndone\n");
+    let script = scripted_server(&answers);
     let script_file = dir.path().join("tamper.sh");
     fs::write(&script_file, script).unwrap();
     let out = Command::new(bin())
