@@ -10,11 +10,11 @@
 //! Under `CI` the tests always run; elsewhere they are skipped, with a message, when the
 //! suite is not installed (`npm install --prefix tests/conformance-next`).
 
+use crate::http_client::HttpServer;
 use crate::util::repo_root;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The scenarios the suite runs but checks nothing in, with why: their runs must stay
@@ -52,51 +52,6 @@ fn suite(bin: &Path) -> Command {
     );
     cmd.env("PATH", path);
     cmd
-}
-
-/// A `toolwright serve --http 127.0.0.1:0 --fixtures conformance`, killed on drop.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    fn start() -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolwright"))
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--fixtures",
-                "conformance",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn toolwright serve --http");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| {
-                l.split("listening on ")
-                    .nth(1)
-                    .and_then(|r| r.split_whitespace().next())
-                    .map(str::to_owned)
-            })
-            .expect("the server prints where it listens");
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Served { child, url }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Every check the run wrote under `dir`: `<scenario>-<time>/checks.json`, a level deeper
@@ -161,11 +116,18 @@ fn server_scenario(scenario: &str) {
         eprintln!("SKIPPED {scenario}: tests/conformance-next is not installed");
         return;
     };
-    let served = Served::start();
+    let served = HttpServer::start_with_fixtures("conformance", &[], &[]);
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let out = suite(&bin)
-        .args(["server", "--url", &served.url, "--scenario", scenario, "-o"])
+        .args([
+            "server",
+            "--url",
+            &served.url(),
+            "--scenario",
+            scenario,
+            "-o",
+        ])
         .arg(dir.path())
         .current_dir(dir.path())
         .output()

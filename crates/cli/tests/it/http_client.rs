@@ -31,8 +31,13 @@ impl HttpServer {
     }
 
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        Self::start_with_fixtures("probe", args, env)
+    }
+
+    /// A server with the fixture set (or sets) `fixtures` instead of `probe`.
+    pub fn start_with_fixtures(fixtures: &str, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut cmd = Command::new(util::bin());
-        cmd.args(["serve", "--http", "127.0.0.1:0", "--fixtures", "probe"])
+        cmd.args(["serve", "--http", "127.0.0.1:0", "--fixtures", fixtures])
             .args(args);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
