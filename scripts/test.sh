@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 log() { printf '\n== %s\n' "$*"; }
 
+# A clean clone builds everything once: incremental caches would only take disk (gigabytes
+# of it; a CI run once filled its disk mid-link) and time.
+export CARGO_INCREMENTAL=0
+
 ./scripts/static-checks.sh
 
 # Debian packages: Chromium for take_screenshot, fd-find for the search_files benchmark peer.
