@@ -342,7 +342,7 @@ fn is_scalar(schema: &Value) -> bool {
 }
 
 /// An HTTP token (a header name).
-fn is_token(s: &str) -> bool {
+pub(crate) fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))

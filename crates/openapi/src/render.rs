@@ -71,7 +71,18 @@ fn block(value: &Value, indent: usize, inline: bool, out: &mut String) {
                     out.push_str(&" ".repeat(indent));
                 }
                 first = false;
-                key(k, out);
+                let mut written = String::new();
+                key(k, &mut written);
+                if written.chars().count() > IMPLICIT_KEY_CHARS {
+                    // Too long for an implicit key: YAML's explicit form, `? key` then
+                    // `: value` on a line of its own at the same column.
+                    out.push_str("? ");
+                    quoted(k, out);
+                    out.push('\n');
+                    out.push_str(&" ".repeat(indent));
+                } else {
+                    out.push_str(&written);
+                }
                 out.push(':');
                 block(v, indent + 2, false, out);
             }
@@ -111,6 +122,10 @@ fn block(value: &Value, indent: usize, inline: bool, out: &mut String) {
         }
     }
 }
+
+/// The longest implicit key YAML reads (1024 characters, the indicator and a margin
+/// taken off): a longer one is written as an explicit `? key`.
+const IMPLICIT_KEY_CHARS: usize = 1000;
 
 /// A mapping key: plain when it is a simple word YAML reads as that string, else quoted.
 fn key(k: &str, out: &mut String) {
@@ -187,6 +202,10 @@ mod tests {
             (json!({"a": {"b": [1, {"c": "d", "e": []}, [2, 3]]}, "yes": 1, "x y": 2, "$ref": "r"}));
             (json!([{"a": 1, "b": {"c": 2}}, {"a": 3}]));
             (json!([[1, [2]], []]));
+            // Keys past YAML's 1,024 characters for an implicit key, plain and escaped,
+            // first in a mapping inside a sequence, and later in one.
+            (json!({"k".repeat(1500): 1, "short": {"x".repeat(1200): [{"\u{e}".repeat(300): "v", "b": 2}]}}));
+            (json!([{"\u{e}".repeat(300): {"a": 1}}, {"b": 1, "y".repeat(2000): []}]));
         }
     }
 

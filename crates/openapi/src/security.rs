@@ -14,7 +14,7 @@
 //! needs one is written without it, and a note says so.
 
 use crate::load::Spec;
-use crate::operation::{Skip, skip};
+use crate::operation::{Skip, is_token, skip};
 use crate::text::env_name;
 use serde_json::Value;
 
@@ -110,7 +110,16 @@ fn add_scheme(spec: &Spec, name: &str, prefix: &str, auth: &mut Auth) -> Result<
                 return Err(skip("an apiKey scheme without a name"));
             }
             let template = format!("${{{var}}}");
-            match scheme.get("in").and_then(Value::as_str) {
+            let place = scheme.get("in").and_then(Value::as_str);
+            // A header's or a cookie's name goes into the request as it is: it must be an
+            // HTTP token (no spaces, separators or control characters).
+            if matches!(place, Some("header" | "cookie")) && !is_token(key) {
+                return Err(skip(format!(
+                    "an apiKey {} whose name is not an HTTP token",
+                    place.unwrap_or_default()
+                )));
+            }
+            match place {
                 Some("header") => auth.headers.push((key.to_owned(), template)),
                 Some("query") => auth.query.push((key.to_owned(), template)),
                 Some("cookie") => {
@@ -172,6 +181,8 @@ mod tests {
     fn spec(security: Value) -> Spec {
         let doc = json!({"openapi": "3.0.0", "security": security, "components": {"securitySchemes": {
             "key": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+            "badkey": {"type": "apiKey", "in": "header", "name": "X-Key\u{e}\r\nX-Evil: 1"},
+            "badcookie": {"type": "apiKey", "in": "cookie", "name": "a b"},
             "qkey": {"type": "apiKey", "in": "query", "name": "api_key"},
             "bearerAuth": {"type": "http", "scheme": "bearer"},
             "basic": {"type": "http", "scheme": "basic"},
@@ -196,6 +207,9 @@ mod tests {
             (json!([{"oauth": ["read"]}]), &[("Authorization", "Bearer ${PETS_OAUTH}")], &[], false);
             (json!([{"mtls": []}, {"key": []}]), &[("X-API-Key", "${PETS_KEY}")], &[], false);
             (json!([{"mtls": []}]), &[], &[], true);
+            (json!([{"badkey": []}]), &[], &[], true);
+            (json!([{"badcookie": []}]), &[], &[], true);
+            (json!([{"badkey": []}, {"key": []}]), &[("X-API-Key", "${PETS_KEY}")], &[], false);
             (json!([{}, {"key": []}]), &[], &[], false);
             (json!([]), &[], &[], false);
         }
