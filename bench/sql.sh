@@ -14,7 +14,7 @@
 #                  and a `postgres-sql` tool of the same statement
 # Every answer is checked for the row's name, "item 4242".
 #
-# Uses from bench/run: TW, LOADGEN, RES, STAMP, TOOLBOX_BIN, MISSING, say, skipped.
+# Uses from bench/run: TW, LOADGEN, RES, STAMP, TOOLBOX_BIN, MISSING, SEQ_SERVER, say, skipped.
 # Defines SQL_ROWS, SQL_URL, sql_setup, sql_stop, sql_cmd.
 
 SQL_ROWS=(pg toolwright-sql toolbox-sql)
@@ -109,7 +109,10 @@ sql_start() {
   SQL_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
   "${SQL_AS[@]}" "$SQL_PGBIN/initdb" -D "$SQL_DIR/data" -U postgres --auth=scram-sha-256 \
     --pwfile="$SQL_DIR/pw" -E UTF8 --locale=C >"$SQL_DIR/initdb.log" 2>&1 || { cat "$SQL_DIR/initdb.log"; return 1; }
-  "${SQL_AS[@]}" "$SQL_PGBIN/pg_ctl" -D "$SQL_DIR/data" -l "$SQL_DIR/log" -w \
+  # The cluster runs on the server CPU, as the HTTP group's JSON API does (SEQ_SERVER, from
+  # bench/run): every row then reaches it the same way, instead of the floor's backend
+  # sharing its client's CPU in some runs and not in others.
+  "${SQL_AS[@]}" "${SEQ_SERVER[@]}" "$SQL_PGBIN/pg_ctl" -D "$SQL_DIR/data" -l "$SQL_DIR/log" -w \
     -o "-c listen_addresses=127.0.0.1 -p $SQL_PORT -k $SQL_DIR -c max_connections=200" start >/dev/null 2>&1 \
     || { cat "$SQL_DIR/log"; return 1; }
   local psql="$SQL_PGBIN/psql"
