@@ -13,8 +13,7 @@
 
 use crate::error::Error;
 use crate::fetch::{FetchError, Fetcher};
-use crate::introspect::form;
-use base64::Engine as _;
+use crate::introspect::basic;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -107,41 +106,28 @@ impl TokenExchange {
     /// The form and the `Authorization` header of the exchange of `subject_token`.
     fn request(&self, subject_token: &str) -> (String, Option<String>) {
         let s = &self.settings;
-        let mut pairs: Vec<(&str, &str)> = vec![
-            ("grant_type", GRANT_TYPE),
-            ("subject_token", subject_token),
-            ("subject_token_type", ACCESS_TOKEN_TYPE),
-            ("requested_token_type", ACCESS_TOKEN_TYPE),
-            ("audience", &s.audience),
-        ];
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        form.append_pair("grant_type", GRANT_TYPE)
+            .append_pair("subject_token", subject_token)
+            .append_pair("subject_token_type", ACCESS_TOKEN_TYPE)
+            .append_pair("requested_token_type", ACCESS_TOKEN_TYPE)
+            .append_pair("audience", &s.audience);
         if let Some(scope) = &s.scope {
-            pairs.push(("scope", scope));
+            form.append_pair("scope", scope);
         }
         let authorization = match &s.client_auth {
             ClientAuth::None => {
-                pairs.push(("client_id", &s.client_id));
+                form.append_pair("client_id", &s.client_id);
                 None
             }
             ClientAuth::Post(secret) => {
-                pairs.push(("client_id", &s.client_id));
-                pairs.push(("client_secret", secret));
+                form.append_pair("client_id", &s.client_id)
+                    .append_pair("client_secret", secret);
                 None
             }
-            // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
-            ClientAuth::Basic(secret) => {
-                let pair = format!("{}:{}", form(&s.client_id), form(secret));
-                Some(format!(
-                    "Basic {}",
-                    base64::engine::general_purpose::STANDARD.encode(pair)
-                ))
-            }
+            ClientAuth::Basic(secret) => Some(basic(&s.client_id, secret)),
         };
-        let body = pairs
-            .iter()
-            .map(|(k, v)| format!("{k}={}", form(v)))
-            .collect::<Vec<_>>()
-            .join("&");
-        (body, authorization)
+        (form.finish(), authorization)
     }
 
     /// Exchanges `subject_token` (the caller's access token) for a token for the

@@ -59,20 +59,23 @@ pub(crate) fn form(value: &str) -> String {
     form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
 
+/// The `Authorization` value of a client authenticated with HTTP Basic at a token or
+/// introspection endpoint: RFC 6749 §2.3.1 form-encodes the id and secret before Basic.
+pub(crate) fn basic(id: &str, secret: &str) -> String {
+    let pair = format!("{}:{}", form(id), form(secret));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
 impl Introspector {
     pub(crate) fn new(
         endpoint: String,
         client: Option<&(String, String)>,
         fetcher: Fetcher,
     ) -> Self {
-        // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
-        let authorization = client.map(|(id, secret)| {
-            let pair = format!("{}:{}", form(id), form(secret));
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(pair)
-            )
-        });
+        let authorization = client.map(|(id, secret)| basic(id, secret));
         Introspector {
             endpoint,
             authorization,

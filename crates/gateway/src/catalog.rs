@@ -330,16 +330,11 @@ impl Gateway {
             }
             true
         };
-        let wait = || {
-            if !self.wait_off_runtime(all, FIRST_LIST_WAIT) {
-                tracing::warn!(
-                    "some upstreams' resources and prompts were not listed within {FIRST_LIST_WAIT:?}; they join when they answer"
-                );
-            }
-        };
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(wait),
-            _ => wait(),
+        // On a worker, the wait gives the worker's place up itself.
+        if !self.wait_off_runtime(all, FIRST_LIST_WAIT) {
+            tracing::warn!(
+                "some upstreams' resources and prompts were not listed within {FIRST_LIST_WAIT:?}; they join when they answer"
+            );
         }
     }
 
