@@ -97,21 +97,9 @@ impl State {
         let first = self.servers.get(server).is_none_or(|e| e.skills_only);
         let entry = self.servers.entry(server.to_owned()).or_default();
         entry.skills_only = false;
-        let mut changed = first;
-        let verdicts = tools
-            .iter()
-            .map(|(name, def)| {
-                let pin = entry.tools.entry((*name).to_owned()).or_default();
-                let (verdict, touched) = pin.judge(def, first);
-                changed |= touched;
-                verdict
-            })
-            .collect();
-        (verdicts, changed)
+        judge_all(&mut entry.tools, tools, first)
     }
-}
 
-impl State {
     /// What the state says of `skills` (upstream skill path and definition) of `server`,
     /// as [`State::check`] for tools: on the skills' first contact (the server has no
     /// skill pins yet) every skill is pinned; afterwards a changed or new one is
@@ -130,19 +118,35 @@ impl State {
                 ..ServerPins::default()
             });
         let first = entry.skills.is_none();
-        let pins = entry.skills.get_or_insert_with(BTreeMap::new);
-        let mut changed = first;
-        let verdicts = skills
-            .iter()
-            .map(|(path, def)| {
-                let pin = pins.entry((*path).to_owned()).or_default();
-                let (verdict, touched) = pin.judge(def, first);
-                changed |= touched;
-                verdict
-            })
-            .collect();
-        (verdicts, changed)
+        judge_all(
+            entry.skills.get_or_insert_with(BTreeMap::new),
+            skills,
+            first,
+        )
     }
+}
+
+/// Each of `items` (name and definition) judged against its pin in `pins` (made empty when
+/// missing), all pinned on `first` contact; the verdicts, and whether a pin changed (always
+/// on first contact).
+fn judge_all(
+    pins: &mut BTreeMap<String, ToolPin>,
+    items: &[(&str, &Value)],
+    first: bool,
+) -> (Vec<Verdict>, bool) {
+    let mut changed = first;
+    let verdicts = items
+        .iter()
+        .map(|(name, def)| {
+            let (verdict, touched) = pins
+                .entry((*name).to_owned())
+                .or_default()
+                .judge(def, first);
+            changed |= touched;
+            verdict
+        })
+        .collect();
+    (verdicts, changed)
 }
 
 /// One server's pins.
