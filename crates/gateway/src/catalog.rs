@@ -33,10 +33,12 @@ use toolwright_server::{
 };
 use toolwright_toolfile::servers::StartSpec;
 
-/// Sends one request upstream and reads the part of the result that matters.
+/// Sends one request upstream and reads the part of the result that matters; an upstream
+/// with `exchange:` gets the caller's exchanged token on it, as its tool calls do. `name` is
+/// what the request names (a resource's URI, a prompt's name): its `Mcp-Name` on modern HTTP.
 async fn forward<T: serde::de::DeserializeOwned>(
     upstream: &Arc<Upstream>,
-    method: &str,
+    (method, name): (&str, &str),
     params: Value,
     key: Option<&str>,
     ctx: &ToolContext,
@@ -48,6 +50,11 @@ async fn forward<T: serde::de::DeserializeOwned>(
     let mut params = params;
     crate::observe::propagate(&mut params, ctx);
     let mut call = Call::new(method, params);
+    call.name = Some(name.to_owned());
+    // An upstream with `exchange:` reads and gets with the caller's identity, as it calls.
+    if let Some(x) = upstream.exchange() {
+        call.headers = x.authorize(ctx, peer.era(), Vec::new()).await?;
+    }
     call.cancel = Some(ctx.cancellation().child_token());
     call.observer = crate::observe::Watcher::call(ctx, upstream);
     let outcome = peer.request(call).await;
@@ -83,14 +90,9 @@ impl ResourceHandler for UpstreamResource {
     fn read(&self, ctx: ToolContext) -> BoxFuture<'_, Result<Vec<ResourceContents>, ToolError>> {
         Box::pin(async move {
             let params = json!({"uri": self.definition.uri});
-            forward(
-                &self.upstream,
-                "resources/read",
-                params,
-                Some("contents"),
-                &ctx,
-            )
-            .await
+            let uri = &self.definition.uri;
+            let target = ("resources/read", uri.as_str());
+            forward(&self.upstream, target, params, Some("contents"), &ctx).await
         })
     }
 }
@@ -114,14 +116,8 @@ impl TemplateHandler for UpstreamTemplate {
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, ToolError>> {
         Box::pin(async move {
             let params = json!({"uri": uri});
-            forward(
-                &self.upstream,
-                "resources/read",
-                params,
-                Some("contents"),
-                &ctx,
-            )
-            .await
+            let target = ("resources/read", uri);
+            forward(&self.upstream, target, params, Some("contents"), &ctx).await
         })
     }
 }
@@ -145,7 +141,8 @@ impl PromptHandler for UpstreamPrompt {
     ) -> BoxFuture<'_, Result<GetPromptResult, ToolError>> {
         Box::pin(async move {
             let params = json!({"name": self.upstream_name, "arguments": args});
-            forward(&self.upstream, "prompts/get", params, None, &ctx).await
+            let target = ("prompts/get", self.upstream_name.as_str());
+            forward(&self.upstream, target, params, None, &ctx).await
         })
     }
 }

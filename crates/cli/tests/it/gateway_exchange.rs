@@ -6,7 +6,7 @@
 //! sees the exchanged token, never the caller's own. A subject's token is exchanged once
 //! while it lasts, another subject gets its own, an expiring one is exchanged again, a
 //! refused exchange is a tool error at once, and a call without a caller's token (stdio)
-//! is refused before anything is sent.
+//! is refused before anything is sent. gateway_exchange_reads.rs: resources and prompts.
 
 use crate::auth_jwt::{Issuer, claims, es256, mint};
 use crate::http_client::*;
@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const AUDIENCE: &str = "https://upstream.example/mcp";
-const SECRET: &str = "gw s3cret";
+pub(crate) const SECRET: &str = "gw s3cret";
 const ACCESS: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// One HTTP request as read off a socket: its first line, headers (names lowercased) and
@@ -88,7 +88,7 @@ fn percent_decode(s: &str) -> String {
 /// A token endpoint that implements the exchange: it checks the client (HTTP Basic), the
 /// grant and the token types, reads the subject of the subject token, and issues
 /// `xchg-SUB-N` for `expires_in` seconds; it refuses `mallory` (400 `invalid_grant`).
-struct TokenEndpoint {
+pub(crate) struct TokenEndpoint {
     url: String,
     /// Every request's form.
     hits: Arc<Mutex<Vec<Map<String, Value>>>>,
@@ -96,7 +96,7 @@ struct TokenEndpoint {
 }
 
 impl TokenEndpoint {
-    fn start() -> TokenEndpoint {
+    pub(crate) fn start() -> TokenEndpoint {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/oauth/token", listener.local_addr().unwrap());
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -163,18 +163,18 @@ impl TokenEndpoint {
         }
     }
 
-    fn hits(&self) -> Vec<Map<String, Value>> {
+    pub(crate) fn hits(&self) -> Vec<Map<String, Value>> {
         self.hits.lock().unwrap().clone()
     }
 }
 
-/// What the upstream was sent: each request's `Mcp-Method` (or HTTP method) and
-/// `Authorization`.
-type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+/// What the upstream was sent: each request's `Mcp-Method` (or HTTP method), `Mcp-Name`
+/// and `Authorization`.
+pub(crate) type Seen = Arc<Mutex<Vec<(String, Option<String>, Option<String>)>>>;
 
 /// A proxy in front of `upstream` that records each request, then forwards it with
 /// `Connection: close` and copies the answer back until the upstream closes.
-fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
+pub(crate) fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
@@ -200,7 +200,8 @@ fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
                     .map(|(_, v)| v.as_str())
                     .collect();
                 let auth = (!auths.is_empty()).then(|| auths.join(" | "));
-                log.lock().unwrap().push((method, auth));
+                let name = req.header("mcp-name").map(str::to_owned);
+                log.lock().unwrap().push((method, name, auth));
                 let mut out = req.line.clone();
                 for (k, v) in &req.headers {
                     if k != "connection" {
@@ -219,7 +220,12 @@ fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
 }
 
 /// The gateway's config: the upstream behind the proxy, with `exchange:`.
-fn config(dir: &std::path::Path, proxy: u16, endpoint: &TokenEndpoint, extra: &str) -> String {
+pub(crate) fn config(
+    dir: &std::path::Path,
+    proxy: u16,
+    endpoint: &TokenEndpoint,
+    extra: &str,
+) -> String {
     let path = dir.join("gw.yaml");
     std::fs::write(
         &path,
@@ -255,8 +261,8 @@ fn last_call_auth(seen: &Seen) -> Option<String> {
     let seen = seen.lock().unwrap();
     seen.iter()
         .rev()
-        .find(|(m, _)| m == "tools/call")
-        .and_then(|(_, a)| a.clone())
+        .find(|(m, _, _)| m == "tools/call")
+        .and_then(|(_, _, a)| a.clone())
 }
 
 #[test]
@@ -355,7 +361,7 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
         .lock()
         .unwrap()
         .iter()
-        .filter(|(m, _)| m == "tools/call")
+        .filter(|(m, _, _)| m == "tools/call")
         .count();
     let started = Instant::now();
     let refused = add(&gw, &callers[6], 1, 1);
@@ -371,7 +377,7 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
         .lock()
         .unwrap()
         .iter()
-        .filter(|(m, _)| m == "tools/call")
+        .filter(|(m, _, _)| m == "tools/call")
         .count();
     assert_eq!(calls_before, calls_after);
 
@@ -381,10 +387,10 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
     // the exchanged token alone.
     assert!(
         seen.iter()
-            .any(|(m, a)| m == "tools/list" && a.as_deref() == Some("Bearer svc-token")),
+            .any(|(m, _, a)| m == "tools/list" && a.as_deref() == Some("Bearer svc-token")),
         "{seen:?}"
     );
-    for (method, auth) in &seen {
+    for (method, _, auth) in &seen {
         let auth = auth.as_deref().unwrap_or_default();
         if method == "tools/call" {
             assert!(
@@ -395,7 +401,7 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
             assert_eq!(auth, "Bearer svc-token", "{method}");
         }
     }
-    for (method, auth) in &seen {
+    for (method, _, auth) in &seen {
         let auth = auth.as_deref().unwrap_or_default();
         for t in &callers {
             assert!(
@@ -439,7 +445,11 @@ fn a_call_without_a_callers_token_is_refused_before_anything_is_sent() {
     assert!(text.contains("carries no access token"), "{text}");
     assert!(endpoint.hits().is_empty());
     assert!(
-        !seen.lock().unwrap().iter().any(|(m, _)| m == "tools/call"),
+        !seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(m, _, _)| m == "tools/call"),
         "the upstream was called"
     );
 }
@@ -616,11 +626,11 @@ fn an_api_key_caller_is_refused() {
     assert!(text.contains("carries no access token"), "{refused}");
     assert!(endpoint.hits().is_empty());
     let seen = seen.lock().unwrap();
-    assert!(!seen.iter().any(|(m, _)| m == "tools/call"), "{seen:?}");
+    assert!(!seen.iter().any(|(m, _, _)| m == "tools/call"), "{seen:?}");
     assert!(
         !seen
             .iter()
-            .any(|(_, a)| a.as_deref().is_some_and(|a| a.contains(&bot_key))),
+            .any(|(_, _, a)| a.as_deref().is_some_and(|a| a.contains(&bot_key))),
         "the upstream saw the API key"
     );
 }

@@ -31,6 +31,7 @@ mod gateway;
 mod gateway_bridge;
 mod gateway_config;
 mod gateway_exchange;
+mod gateway_exchange_reads;
 mod gateway_first_use;
 mod gateway_http_upstream;
 mod gateway_live;
