@@ -29,6 +29,8 @@ $upstreams  }
       proxy_pass http://toolwright;
       proxy_http_version 1.1;
       proxy_set_header Host \$http_host;
+      # Who the client is: the replicas trust this proxy's word (--trusted-proxy).
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
       # Server-Sent Events: no buffering, and streams may stay open for long.
       proxy_buffering off;
       proxy_cache off;

@@ -67,7 +67,7 @@ upstreams=""
 lines=()
 for n in $(seq 1 "$replicas"); do
   port="$(free_port)"
-  "$bin" serve --http "127.0.0.1:$port" --session-store "$redis_url" "${serve_args[@]}" \
+  "$bin" serve --http "127.0.0.1:$port" --session-store "$redis_url" --trusted-proxy 127.0.0.1 "${serve_args[@]}" \
     </dev/null >"$dir/replica$n.out" 2>"$dir/replica$n.log" &
   pid="$!"
   pids+=("$pid")

@@ -312,6 +312,14 @@ fn listen_addr(s: &str) -> Result<String, ListenAddrError> {
     Err(ListenAddrError::Shape)
 }
 
+/// What `--trusted-proxy` takes: `10.0.0.0/8`, or one address (`127.0.0.1`, `::1`).
+fn network(s: &str) -> Result<ipnet::IpNet, ipnet::AddrParseError> {
+    match s.parse::<std::net::IpAddr>() {
+        Ok(ip) => Ok(ip.into()),
+        Err(_) => s.parse(),
+    }
+}
+
 // `toolwright serve --http`: Streamable HTTP instead of stdio.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Streamable HTTP")]
@@ -353,6 +361,11 @@ pub struct HttpArgs {
     /// any).
     #[arg(long = "allowed-host", value_name = "HOST", requires = "addr")]
     pub allowed_hosts: Vec<String>,
+    /// A reverse proxy, as an address or CIDR network (repeatable), whose X-Forwarded-For
+    /// names the client that limits, stream budgets and the audit count; otherwise that
+    /// header is ignored.
+    #[arg(long = "trusted-proxy", value_name = "CIDR", requires = "addr", value_parser = network)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Require `Authorization: Bearer <token>`, the token being this environment variable's
     /// value (one static token; --auth-issuer for OAuth access tokens instead).
     #[arg(long, value_name = "VAR", requires = "addr")]

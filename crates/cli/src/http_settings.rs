@@ -44,6 +44,7 @@ pub(crate) fn http_config(a: &HttpArgs, addr: &str) -> Result<toolwright_http::H
         session_idle_timeout: Duration::from_secs(a.session_idle_timeout),
         allowed_origins: a.allowed_origins.clone(),
         allowed_hosts: a.allowed_hosts.clone(),
+        trusted_proxies: a.trusted_proxies.clone(),
         auth_token,
         jwt: a
             .auth_issuer

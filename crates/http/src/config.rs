@@ -110,6 +110,11 @@ pub struct HttpConfig {
     /// `Host` values allowed besides the loopback names (and the address the server is
     /// bound to): `name` (any port) or `name:port`; `*` allows any.
     pub allowed_hosts: Vec<String>,
+    /// Reverse proxies whose `X-Forwarded-For` is believed: a request from one of these
+    /// networks counts against the client that header names (its limits, stream budget and
+    /// audit line), read from the right past every trusted hop. Empty (the default): the
+    /// header is ignored and a request counts against the address that connected.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// When set, every request to the endpoint needs `Authorization: Bearer <token>`.
     /// Exclusive with [`HttpConfig::jwt`].
     pub auth_token: Option<String>,
@@ -186,6 +191,7 @@ impl Default for HttpConfig {
             session_idle_timeout: Duration::from_secs(30 * 60),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            trusted_proxies: Vec::new(),
             auth_token: None,
             jwt: None,
             api_keys: Vec::new(),

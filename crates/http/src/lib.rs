@@ -166,6 +166,7 @@ pub mod card;
 mod cluster;
 pub mod config;
 pub mod error;
+mod forwarded;
 mod guard;
 pub mod headers;
 mod in_process;

@@ -22,7 +22,7 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::Value;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use toolwright_jsonrpc::{ErrorObject, Message, RequestId};
 use toolwright_protocol::{Method, ProtocolVersion};
@@ -35,8 +35,7 @@ use toolwright_server::{
 /// POST: the body checked and read, its era claimed, then handled in that era.
 pub(crate) async fn post(
     shared: &Arc<Shared>,
-    client: Client,
-    addr: SocketAddr,
+    (client, addr, from): (Client, SocketAddr, IpAddr),
     req: Request<Incoming>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
@@ -72,6 +71,7 @@ pub(crate) async fn post(
         client,
         accepts,
         addr,
+        from,
         http,
     };
     if legacy {
@@ -237,6 +237,9 @@ struct Peer<'a> {
     accepts: Accepts,
     /// The client's address and port (telemetry's `client.address`, `client.port`).
     addr: SocketAddr,
+    /// The address the request counts as (limits, audit): behind a trusted proxy, the
+    /// client it names; else `addr`'s.
+    from: IpAddr,
     /// The request's HTTP version (telemetry's `network.protocol.version`).
     http: &'static str,
 }
@@ -493,7 +496,7 @@ async fn legacy_post(
     }
     let roots_changed = inbound.method() == Some(Method::RootsListChanged);
     // A session another replica opened is counted by the address of its first request here.
-    hs.mcp.set_address(to.addr.ip());
+    hs.mcp.set_address(to.from);
     // The session answers only its own subject; this request's token is the newest one.
     if let Some(t) = to.token {
         hs.mcp.set_token(t.clone());
@@ -682,7 +685,7 @@ fn bind(session: &Session, to: &Peer<'_>) {
     if let Some(t) = to.token {
         session.set_token(t.clone());
     }
-    session.set_address(to.addr.ip());
+    session.set_address(to.from);
     if let Some(v) = to.view {
         session.set_view(v.clone());
     }

@@ -18,7 +18,7 @@ use crate::{post, streams};
 use http::header::{ALLOW, CONTENT_TYPE, ORIGIN, RETRY_AFTER, VARY, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use toolwright_auth::Identity;
 use toolwright_server::Caller;
@@ -38,7 +38,10 @@ pub(crate) async fn handle(
         return refusal(&shared, r);
     }
     let origin = req.headers().get(ORIGIN).cloned();
-    let mut resp = route(&shared, (Client::of(peer.ip()), peer), req).await;
+    // Who counts for budgets and limits: behind a trusted proxy, the client it names.
+    let from =
+        crate::forwarded::client_ip(peer.ip(), req.headers(), &shared.config.trusted_proxies);
+    let mut resp = route(&shared, (Client::of(from), peer, from), req).await;
     if let Some(o) = origin {
         let h = resp.headers_mut();
         h.insert("access-control-allow-origin", o);
@@ -137,10 +140,11 @@ fn caller_of(identity: &Identity) -> Caller {
     )
 }
 
-/// Routes `req` from `client` (its budget's key, and its address and port).
+/// Routes `req` from `client` (its budget's key), which connected from `peer` and counts as
+/// `from` (the client behind a trusted proxy, else `peer`'s address).
 async fn route(
     shared: &Arc<Shared>,
-    (client, peer): (Client, SocketAddr),
+    (client, peer, from): (Client, SocketAddr, IpAddr),
     mut req: Request<Incoming>,
 ) -> Response<Body> {
     let path = req.uri().path();
@@ -192,7 +196,7 @@ async fn route(
         }
         let who = (req.headers(), caller.as_deref());
         return match *req.method() {
-            Method::POST => post::post(shared, client, peer, req).await,
+            Method::POST => post::post(shared, (client, peer, from), req).await,
             Method::GET => streams::get(shared, client, who).await,
             Method::DELETE => streams::delete(shared, who).await,
             _ => {

@@ -1,7 +1,8 @@
 //! `limits:` in a tool file, in one `serve --http` (counts in the process): a caller out of
 //! calls is refused with a tool error and `Retry-After` while another caller still gets
 //! through; a cap on calls in flight refuses the extra call of a slow tool at once; each
-//! call's audit line (JSON on stderr) and its decision on `/metrics`.
+//! call's audit line (JSON on stderr) and its decision on `/metrics`; `X-Forwarded-For`
+//! names the caller only on a connection from a `--trusted-proxy`.
 
 use crate::auth_jwt::{Issuer, claims, es256, mint, start};
 use crate::http_client::*;
@@ -31,10 +32,17 @@ fn config() -> (tempfile::TempDir, String) {
 /// A modern `tools/call` of `name` on `conn`, with `token` if any.
 pub(crate) fn call_on(conn: &mut Conn, token: Option<&str>, name: &str, args: Value) -> Resp {
     let bearer = token.map(|t| format!("Bearer {t}"));
+    let extra: Vec<(&str, &str)> = bearer
+        .iter()
+        .map(|b| ("authorization", b.as_str()))
+        .collect();
+    call_with(conn, &extra, name, args)
+}
+
+/// A modern `tools/call` of `name` on `conn` with `extra` headers.
+pub(crate) fn call_with(conn: &mut Conn, extra: &[(&str, &str)], name: &str, args: Value) -> Resp {
     let mut h = modern_headers("tools/call", Some(name));
-    if let Some(b) = &bearer {
-        h.push(("authorization", b));
-    }
+    h.extend_from_slice(extra);
     h.push(("content-type", "application/json"));
     h.push(("accept", "application/json, text/event-stream"));
     let body = modern_request(7, "tools/call", json!({"name": name, "arguments": args}));
@@ -305,5 +313,67 @@ fn over_stdio_a_gateway_audits_its_policy_and_limits() {
             want("up__add", "denied_limit"),
             want("up__multiply", "denied_policy"),
         ]
+    );
+}
+
+#[test]
+fn x_forwarded_for_names_the_caller_only_from_a_trusted_proxy() {
+    let (_dir, file) = config();
+    // 127.0.0.2 plays the reverse proxy; 127.0.0.1 is a client that claims addresses.
+    let s = HttpServer::start(&[
+        "--config",
+        &file,
+        "--log-format",
+        "json",
+        "--trusted-proxy",
+        "127.0.0.2/32",
+    ]);
+    let sum = json!({"a": 1, "b": 2});
+    let via_proxy = |client: &str| {
+        // As nginx's $proxy_add_x_forwarded_for writes it: what the client sent, then the
+        // address the proxy saw.
+        let list = format!("198.51.100.66, {client}");
+        call_with(
+            &mut s.conn_from("127.0.0.2"),
+            &[("x-forwarded-for", &list)],
+            "add",
+            sum.clone(),
+        )
+    };
+    // Behind the proxy, two clients with two calls a minute each.
+    for client in ["203.0.113.1", "203.0.113.2"] {
+        assert_ran(&via_proxy(client));
+        assert_ran(&via_proxy(client));
+    }
+    let text = refusal(&via_proxy("203.0.113.1"));
+    assert!(text.starts_with("rate limited: retry after "), "{text}");
+    // Not from a trusted proxy, the header is not believed: every claimed address draws
+    // on the budget of the address that connected.
+    for claimed in ["203.0.113.3", "203.0.113.4"] {
+        let r = call_with(
+            &mut s.conn(),
+            &[("x-forwarded-for", claimed)],
+            "add",
+            sum.clone(),
+        );
+        assert_ran(&r);
+    }
+    let r = call_with(
+        &mut s.conn(),
+        &[("x-forwarded-for", "203.0.113.5")],
+        "add",
+        sum.clone(),
+    );
+    assert!(refusal(&r).starts_with("rate limited"));
+
+    let callers: std::collections::BTreeSet<String> = audit_until(&s, 8)
+        .iter()
+        .map(|v| v["fields"]["caller"].as_str().unwrap().to_owned())
+        .collect();
+    let want = ["addr:127.0.0.1", "addr:203.0.113.1", "addr:203.0.113.2"];
+    assert_eq!(
+        callers,
+        want.iter().map(|s| s.to_string()).collect(),
+        "{callers:?}"
     );
 }

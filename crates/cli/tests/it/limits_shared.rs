@@ -1,14 +1,15 @@
 //! One budget kept by three replicas: deploy/run.sh's three `toolwright serve --http
 //! --session-store redis://…` behind nginx (round-robin, no affinity), with `limits:` in
 //! their tool file. Calls spread over the replicas draw on one bucket in Redis; without it
-//! each replica would allow its own.
+//! each replica would allow its own. Behind nginx, a client counts as the address nginx's
+//! X-Forwarded-For names.
 //!
 //! Needs redis-server and nginx; under `CI` they must be there, elsewhere the test is
 //! skipped, with a message, when one is missing.
 
 use crate::http_client::{Conn, Resp};
 use crate::http_deploy::{Deploy, installed};
-use crate::limits::{call_on, refusal};
+use crate::limits::{call_on, call_with, refusal};
 use crate::util::{bin, repo_root};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -102,5 +103,25 @@ fn three_replicas_on_redis_keep_one_budget() {
         .filter_map(|r| r.header("x-upstream"))
         .collect();
     assert!(refused_on.len() >= 2, "{refused_on:?}");
+
+    // Each client counts as itself, not as nginx: nginx adds the address it saw to
+    // X-Forwarded-For and the replicas believe it (--trusted-proxy 127.0.0.1 in
+    // deploy/run.sh). Here every client shares nginx's loopback address, so a client's own
+    // entry stands for the remote address nginx would have written; such a client has its
+    // budget of six, on every replica, while the first is still out of calls.
+    let mut other = Vec::new();
+    for _ in 0..8 {
+        let mut conn = Conn::open(addr);
+        let xff = [("x-forwarded-for", "203.0.113.9")];
+        other.push(call_with(&mut conn, &xff, "add", json!({"a": 2, "b": 2})));
+    }
+    let allowed = other
+        .iter()
+        .filter(|r| r.json()["result"]["isError"] != true)
+        .count();
+    assert_eq!(allowed, 6, "a budget of its own");
+    let mut conn = Conn::open(addr);
+    let r = call_on(&mut conn, None, "add", json!({"a": 1, "b": 2}));
+    assert!(refusal(&r).starts_with("rate limited"));
     drop(deploy);
 }
