@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -131,8 +131,11 @@ pub(crate) struct Exchange<'a> {
     pub body: Option<&'a [u8]>,
     /// The id of the request in `body`: an SSE answer is read until its response.
     pub id: Option<&'a RequestId>,
-    /// Extra headers (session, version, `Mcp-*`, `Authorization`).
+    /// Extra headers (session, version, `Mcp-*`, a call's own `Authorization`).
     pub headers: &'a [(String, String)],
+    /// The connection's credentials for this attempt (its authorizer's `Authorization`,
+    /// DPoP proof), sent after `headers`.
+    pub auth: &'a [(String, String)],
     /// The JSON-RPC method, for error messages.
     pub rpc_method: &'a str,
     /// On a connection of its own rather than the pool's (the long-lived GET stream).
@@ -153,6 +156,7 @@ impl<'a> Exchange<'a> {
             body: None,
             id: None,
             headers,
+            auth: &[],
             rpc_method,
             alone: false,
             on_head: None,
@@ -186,9 +190,8 @@ pub(crate) async fn exchange(
     if ex.alone {
         return exchange_alone(endpoint, ex, on_message).await;
     }
-    let mut request =
-        build_request(endpoint, &ex).map_err(|e| io_err(endpoint, "building a request to", &e))?;
-    *request.uri_mut() = endpoint.pooled.uri.clone();
+    let request = build_request(endpoint.pooled.uri.clone(), &ex)
+        .map_err(|e| io_err(endpoint, "building a request to", &e))?;
     let response = endpoint
         .pooled
         .pool
@@ -216,8 +219,10 @@ async fn exchange_alone(
         .await
         .map_err(|e| io_err(endpoint, "HTTP handshake with", &e))?;
     let work = async {
-        let mut request = build_request(endpoint, &ex)
+        let path = Uri::try_from(endpoint.path.as_str())
             .map_err(|e| io_err(endpoint, "building a request to", &e))?;
+        let mut request =
+            build_request(path, &ex).map_err(|e| io_err(endpoint, "building a request to", &e))?;
         request.headers_mut().insert(
             HOST,
             HeaderValue::from_str(&endpoint.authority)
@@ -280,22 +285,42 @@ fn send_failure(endpoint: &Endpoint, e: &hyper_util::client::legacy::Error) -> C
 /// The HTTP request of one exchange: the endpoint's path, the accepted media types, the
 /// JSON body if any, and the exchange's headers. (`Host` is the pool's to set from the
 /// URI, or the caller's on a connection of its own.)
-fn build_request(
-    endpoint: &Endpoint,
-    ex: &Exchange<'_>,
-) -> Result<Request<Full<Bytes>>, http::Error> {
-    let payload = ex.body.map_or_else(Vec::new, <[u8]>::to_vec);
+fn build_request(uri: Uri, ex: &Exchange<'_>) -> Result<Request<Full<Bytes>>, http::Error> {
+    let payload = ex.body.map_or_else(Bytes::new, Bytes::copy_from_slice);
     let mut request = Request::builder()
         .method(ex.method.clone())
-        .uri(endpoint.path.as_str())
-        .header(ACCEPT, "application/json, text/event-stream");
+        .uri(uri)
+        .header(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
     if ex.body.is_some() {
-        request = request.header(CONTENT_TYPE, "application/json");
+        request = request.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     }
-    for (k, v) in ex.headers {
-        request = request.header(k.as_str(), v.as_str());
+    for (k, v) in ex.headers.iter().chain(ex.auth) {
+        request = match known_name(k) {
+            Some(name) => request.header(name, v.as_str()),
+            None => request.header(k.as_str(), v.as_str()),
+        };
     }
-    request.body(Full::new(Bytes::from(payload)))
+    request.body(Full::new(payload))
+}
+
+/// The MCP headers' names as constants: a name parsed from text that is not one of HTTP's
+/// own is copied to the heap, on every request.
+fn known_name(name: &str) -> Option<HeaderName> {
+    const KNOWN: [&str; 6] = [
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "mcp-session-id",
+        "last-event-id",
+        "dpop",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(name))
+        .map(|k| HeaderName::from_static(k))
 }
 
 /// What came back: the status and the headers the client acts on, then the answer, read

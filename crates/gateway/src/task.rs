@@ -71,19 +71,35 @@ impl Resumed {
     }
 }
 
-/// The upstream's task id, when its `tools/call` result is a `CreateTaskResult`.
-pub(crate) fn created_task(raw: &RawValue) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Created<'a> {
-        #[serde(rename = "resultType", borrow, default)]
-        result_type: Option<Cow<'a, str>>,
-        #[serde(rename = "taskId", default)]
-        task_id: Option<String>,
+/// What an upstream's `tools/call` result asks of the gateway, read in one pass over it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ResultKind {
+    /// The call's result (or something that is no result: the caller finds out).
+    Final,
+    /// A modern round of questions (`resultType: input_required`).
+    AsksForInput,
+    /// A `CreateTaskResult`: the upstream runs the call as this task.
+    Task(String),
+}
+
+impl ResultKind {
+    pub(crate) fn of(raw: &RawValue) -> ResultKind {
+        #[derive(Deserialize)]
+        struct Kind<'a> {
+            #[serde(rename = "resultType", borrow, default)]
+            result_type: Option<Cow<'a, str>>,
+            #[serde(rename = "taskId", borrow, default)]
+            task_id: Option<Cow<'a, str>>,
+        }
+        let Ok(k) = serde_json::from_str::<Kind<'_>>(raw.get()) else {
+            return ResultKind::Final;
+        };
+        match (k.result_type.as_deref(), k.task_id) {
+            (Some("task"), Some(id)) => ResultKind::Task(id.into_owned()),
+            (Some("input_required"), _) => ResultKind::AsksForInput,
+            _ => ResultKind::Final,
+        }
     }
-    let c: Created<'_> = serde_json::from_str(raw.get()).ok()?;
-    (c.result_type.as_deref() == Some("task"))
-        .then_some(c.task_id)
-        .flatten()
 }
 
 /// What the gateway reads of an upstream's `tasks/get` answer.
@@ -324,14 +340,26 @@ mod tests {
     }
 
     #[test]
-    fn a_create_task_result_names_its_task() {
-        let t = |s: &str| created_task(&raw(s));
+    fn a_result_says_what_it_asks_in_one_read() {
+        let t = |s: &str| ResultKind::of(&raw(s));
         assert_eq!(
-            t(r#"{"resultType":"task","taskId":"ab12","status":"working"}"#).as_deref(),
-            Some("ab12")
+            t(r#"{"resultType":"task","taskId":"ab12","status":"working"}"#),
+            ResultKind::Task("ab12".into())
         );
-        assert_eq!(t(r#"{"resultType":"complete","content":[]}"#), None);
-        assert_eq!(t(r#"{"content":[],"taskId":"x"}"#), None);
-        assert_eq!(t(r#"{"resultType":"task"}"#), None);
+        assert_eq!(
+            t(r#"{"resultType":"task","taskId":"a\"b"}"#),
+            ResultKind::Task("a\"b".into())
+        );
+        assert_eq!(
+            t(r#"{"resultType":"complete","content":[]}"#),
+            ResultKind::Final
+        );
+        assert_eq!(t(r#"{"content":[],"taskId":"x"}"#), ResultKind::Final);
+        assert_eq!(t(r#"{"resultType":"task"}"#), ResultKind::Final);
+        assert_eq!(
+            t(r#"{"inputRequests":{},"resultType":"input_required"}"#),
+            ResultKind::AsksForInput
+        );
+        assert_eq!(t("[1]"), ResultKind::Final);
     }
 }

@@ -1,8 +1,9 @@
 //! An upstream tool as a tool of this server: the call path through the gateway.
 //!
 //! A call goes: standing (denied or quarantined tools are refused with the reason) → fixed
-//! arguments injected → arguments validated against the upstream's own `inputSchema` →
-//! the user's confirmation when the policy asks for it → forwarded, with progress relayed,
+//! arguments injected → arguments validated against the upstream's own `inputSchema` (the
+//! server already did, against the same schema, when no fixed argument was taken out of
+//! it) → the user's confirmation when the policy asks for it → forwarded, with progress relayed,
 //! cancellation passed on, and the upstream's questions (sampling, elicitation, roots)
 //! carried to this call's client → `structuredContent` checked against the upstream's
 //! `outputSchema`.
@@ -130,7 +131,11 @@ impl UpstreamTool {
             }
         }
         let args = Value::Object(args);
-        if let Some(v) = &self.tool.input
+        // The server checked the caller's arguments against the advertised inputSchema,
+        // which is the upstream's own unless fixed arguments were taken out of it: only
+        // then is there something left to check.
+        if !self.tool.fixed.is_empty()
+            && let Some(v) = &self.tool.input
             && let Err(violations) = v.validate(&args)
         {
             return failed(format!(
@@ -216,7 +221,15 @@ impl UpstreamTool {
         // One request, built once: a later round changes its params in place.
         let mut call = Call {
             method: "tools/call".into(),
-            params: json!({"name": self.tool.upstream_name, "arguments": args}),
+            // Built by hand: `json!` would copy the arguments (it serializes what it is
+            // given), and they are moved here instead.
+            params: Value::Object(Map::from_iter([
+                (
+                    "name".to_owned(),
+                    Value::String(self.tool.upstream_name.clone()),
+                ),
+                ("arguments".to_owned(), args),
+            ])),
             name: Some(self.tool.upstream_name.clone()),
             headers,
             timeout: self.tool.timeout,
@@ -264,15 +277,16 @@ impl UpstreamTool {
                 Err(_) if ctx.is_cancelled() => return Err(ToolError::Cancelled),
                 Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
             };
-            if let Some(task_id) = crate::task::created_task(&raw) {
-                let raw = self
-                    .upstream_task(&peer, task_id, 0, &call)
-                    .finish(ctx)
-                    .await?;
-                return Ok((raw, peer.protocol_version()));
-            }
-            if !asks_for_input(&raw) {
-                return Ok((raw, peer.protocol_version()));
+            match crate::task::ResultKind::of(&raw) {
+                crate::task::ResultKind::Final => return Ok((raw, peer.protocol_version())),
+                crate::task::ResultKind::Task(task_id) => {
+                    let raw = self
+                        .upstream_task(&peer, task_id, 0, &call)
+                        .finish(ctx)
+                        .await?;
+                    return Ok((raw, peer.protocol_version()));
+                }
+                crate::task::ResultKind::AsksForInput => {}
             }
             let value: Value = serde_json::from_str(raw.get())
                 .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
@@ -475,17 +489,6 @@ enum AsSent {
     Same,
     /// With its `resultType` added or taken off.
     Changed(String),
-}
-
-/// Whether a modern upstream's result asks for input (`resultType: input_required`).
-fn asks_for_input(raw: &RawValue) -> bool {
-    #[derive(Deserialize)]
-    struct Kind<'a> {
-        #[serde(rename = "resultType", borrow, default)]
-        result_type: Option<Cow<'a, str>>,
-    }
-    serde_json::from_str::<Kind<'_>>(raw.get())
-        .is_ok_and(|k| k.result_type.as_deref() == Some("input_required"))
 }
 
 /// Relays the upstream's progress to this call's client, when it asked for progress.

@@ -141,6 +141,7 @@ impl Inner {
             body: Some(line),
             id,
             headers: &headers,
+            auth: &[],
             rpc_method: method,
             alone: false,
             on_head: None,
@@ -169,15 +170,15 @@ impl Inner {
         let auth = self.options.connect.auth.as_ref().filter(|_| !own);
         let mut challenges = 0;
         loop {
-            let mut headers = ex.headers.to_vec();
-            if let Some(a) = auth {
-                headers.extend(a.credentials(ex.method.as_str(), &h.endpoint.url));
-            }
+            let credentials = auth
+                .map(|a| a.credentials(ex.method.as_str(), &h.endpoint.url))
+                .unwrap_or_default();
             let attempt = Exchange {
                 method: ex.method.clone(),
                 body: ex.body,
                 id: ex.id,
-                headers: &headers,
+                headers: ex.headers,
+                auth: &credentials,
                 rpc_method: ex.rpc_method,
                 alone: ex.alone,
                 on_head: ex.on_head,
@@ -287,6 +288,7 @@ impl Inner {
                 body: None,
                 id: Some(id),
                 headers: &headers,
+                auth: &[],
                 rpc_method: method,
                 alone: false,
                 on_head: None,
@@ -340,6 +342,7 @@ impl Inner {
             body: Some(line),
             id: None,
             headers: &headers,
+            auth: &[],
             rpc_method: "a response",
             alone: false,
             on_head: None,
