@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const AUDIENCE: &str = "https://upstream.example/mcp";
-pub(crate) const SECRET: &str = "gw s3cret";
+const SECRET: &str = "gw s3cret";
 const ACCESS: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// One HTTP request as read off a socket: its first line, headers (names lowercased) and
@@ -96,7 +96,7 @@ pub(crate) struct TokenEndpoint {
 }
 
 impl TokenEndpoint {
-    pub(crate) fn start() -> TokenEndpoint {
+    fn start() -> TokenEndpoint {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/oauth/token", listener.local_addr().unwrap());
         let hits = Arc::new(Mutex::new(Vec::new()));
@@ -174,7 +174,7 @@ pub(crate) type Seen = Arc<Mutex<Vec<(String, Option<String>, Option<String>)>>>
 
 /// A proxy in front of `upstream` that records each request, then forwards it with
 /// `Connection: close` and copies the answer back until the upstream closes.
-pub(crate) fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
+fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
@@ -220,12 +220,7 @@ pub(crate) fn recording_proxy(upstream: SocketAddr) -> (u16, Seen) {
 }
 
 /// The gateway's config: the upstream behind the proxy, with `exchange:`.
-pub(crate) fn config(
-    dir: &std::path::Path,
-    proxy: u16,
-    endpoint: &TokenEndpoint,
-    extra: &str,
-) -> String {
+fn config(dir: &std::path::Path, proxy: u16, endpoint: &TokenEndpoint, extra: &str) -> String {
     let path = dir.join("gw.yaml");
     std::fs::write(
         &path,
@@ -265,35 +260,65 @@ fn last_call_auth(seen: &Seen) -> Option<String> {
         .and_then(|(_, _, a)| a.clone())
 }
 
+/// An upstream (`toolwright serve --http` with `upstream_args`) behind a recording proxy,
+/// the token endpoint, an issuer of callers' tokens, and the gateway (`--http
+/// --auth-issuer`, plus `gw_args`) with the upstream under `exchange:`.
+pub(crate) struct Rig {
+    pub(crate) seen: Seen,
+    pub(crate) endpoint: TokenEndpoint,
+    pub(crate) gw: HttpServer,
+    key: crate::auth_jwt::TestKey,
+    issuer: Issuer,
+    _upstream: HttpServer,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    pub(crate) fn start(upstream_args: &[&str], gw_args: &[&str]) -> Rig {
+        let upstream = HttpServer::start(upstream_args);
+        let (proxy, seen) = recording_proxy(upstream.addr);
+        let endpoint = TokenEndpoint::start();
+        let key = es256("k1");
+        let issuer = Issuer::start(&[&key]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = config(dir.path(), proxy, &endpoint, "");
+        let mut args = vec![
+            "--config",
+            path.as_str(),
+            "--auth-issuer",
+            issuer.url.as_str(),
+        ];
+        args.extend(gw_args);
+        let gw = HttpServer::start_with_env(
+            &args,
+            &[
+                ("TW_TEST_EXCHANGE_SECRET", SECRET),
+                ("TW_TEST_SERVICE_TOKEN", "svc-token"),
+            ],
+        );
+        Rig {
+            seen,
+            endpoint,
+            gw,
+            key,
+            issuer,
+            _upstream: upstream,
+            _dir: dir,
+        }
+    }
+
+    /// A token of `sub` for the gateway, with `extra` claims.
+    pub(crate) fn token(&self, sub: &str, mut extra: Value) -> String {
+        extra["sub"] = json!(sub);
+        mint(&self.key, &claims(&self.gw, &self.issuer.url, extra))
+    }
+}
+
 #[test]
 fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers() {
-    let upstream = HttpServer::start(&[]);
-    let (proxy, seen) = recording_proxy(upstream.addr);
-    let endpoint = TokenEndpoint::start();
-    let key = es256("k1");
-    let issuer = Issuer::start(&[&key]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), proxy, &endpoint, "");
-    let mut args = vec![
-        "--config",
-        path.as_str(),
-        "--auth-issuer",
-        issuer.url.as_str(),
-    ];
-    args.extend(["--auth-scope", "tools:call"]);
-    let gw = HttpServer::start_with_env(
-        &args,
-        &[
-            ("TW_TEST_EXCHANGE_SECRET", SECRET),
-            ("TW_TEST_SERVICE_TOKEN", "svc-token"),
-        ],
-    );
-    let token = |sub: &str, jti: &str| {
-        mint(
-            &key,
-            &claims(&gw, &issuer.url, json!({"sub": sub, "jti": jti})),
-        )
-    };
+    let rig = Rig::start(&[], &["--auth-scope", "tools:call"]);
+    let (seen, endpoint, gw) = (&rig.seen, &rig.endpoint, &rig.gw);
+    let token = |sub: &str, jti: &str| rig.token(sub, json!({"jti": jti}));
     let callers: Vec<String> = ["alice", "bob", "carol", "mallory"]
         .iter()
         .flat_map(|s| [token(s, "1"), token(s, "2")])

@@ -3,8 +3,7 @@
 //! calls do (gateway_exchange.rs), while listing stays the gateway's own request with its
 //! service credential; a refused exchange reads nothing.
 
-use crate::auth_jwt::{Issuer, claims, es256, mint};
-use crate::gateway_exchange::{SECRET, Seen, TokenEndpoint, config, recording_proxy};
+use crate::gateway_exchange::{Rig, Seen};
 use crate::http_client::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -31,26 +30,9 @@ fn auths_of(seen: &Seen, method: &str) -> Vec<(Option<String>, Option<String>)> 
 
 #[test]
 fn resources_and_prompts_are_read_as_the_caller_too() {
-    let upstream = HttpServer::start(&["--fixtures", "conformance"]);
-    let (proxy, seen) = recording_proxy(upstream.addr);
-    let endpoint = TokenEndpoint::start();
-    let key = es256("k1");
-    let issuer = Issuer::start(&[&key]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), proxy, &endpoint, "");
-    let gw = HttpServer::start_with_env(
-        &[
-            "--config",
-            path.as_str(),
-            "--auth-issuer",
-            issuer.url.as_str(),
-        ],
-        &[
-            ("TW_TEST_EXCHANGE_SECRET", SECRET),
-            ("TW_TEST_SERVICE_TOKEN", "svc-token"),
-        ],
-    );
-    let token = |sub: &str| mint(&key, &claims(&gw, &issuer.url, json!({"sub": sub})));
+    let rig = Rig::start(&["--fixtures", "conformance"], &[]);
+    let (seen, endpoint, gw) = (&rig.seen, &rig.endpoint, &rig.gw);
+    let token = |sub: &str| rig.token(sub, json!({}));
     let (alice, mallory) = (token("alice"), token("mallory"));
 
     // The listing is the gateway's own (lazy: it lists the upstream's catalog on demand).
