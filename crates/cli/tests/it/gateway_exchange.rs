@@ -339,12 +339,9 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
         assert!(Instant::now() < deadline, "no up__add: {names:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let sum = add(&gw, alice, 1, 2);
+    let sum = add(gw, alice, 1, 2);
     assert_eq!(sum["structuredContent"]["result"], 3, "{sum}");
-    assert_eq!(
-        last_call_auth(&seen).as_deref(),
-        Some("Bearer xchg-alice-0")
-    );
+    assert_eq!(last_call_auth(seen).as_deref(), Some("Bearer xchg-alice-0"));
     let hits = endpoint.hits();
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert_eq!(hits[0]["subject_token"], alice.as_str());
@@ -352,33 +349,24 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
     assert_eq!(hits[0]["audience"], AUDIENCE);
 
     // Her second call, with another token of hers: the exchanged token is reused.
-    let sum = add(&gw, &callers[1], 2, 2);
+    let sum = add(gw, &callers[1], 2, 2);
     assert_eq!(sum["structuredContent"]["result"], 4, "{sum}");
-    assert_eq!(
-        last_call_auth(&seen).as_deref(),
-        Some("Bearer xchg-alice-0")
-    );
+    assert_eq!(last_call_auth(seen).as_deref(), Some("Bearer xchg-alice-0"));
     assert_eq!(endpoint.hits().len(), 1);
 
     // Bob gets his own.
-    add(&gw, &callers[2], 1, 1);
-    assert_eq!(last_call_auth(&seen).as_deref(), Some("Bearer xchg-bob-1"));
+    add(gw, &callers[2], 1, 1);
+    assert_eq!(last_call_auth(seen).as_deref(), Some("Bearer xchg-bob-1"));
     assert_eq!(endpoint.hits().len(), 2);
 
     // A token that lives 31 s is used for 1 s (30 s short of its expiry), then exchanged
     // again.
     endpoint.expires_in.store(31, Ordering::SeqCst);
-    add(&gw, &callers[4], 1, 1);
-    assert_eq!(
-        last_call_auth(&seen).as_deref(),
-        Some("Bearer xchg-carol-2")
-    );
+    add(gw, &callers[4], 1, 1);
+    assert_eq!(last_call_auth(seen).as_deref(), Some("Bearer xchg-carol-2"));
     std::thread::sleep(Duration::from_millis(1300));
-    add(&gw, &callers[5], 1, 1);
-    assert_eq!(
-        last_call_auth(&seen).as_deref(),
-        Some("Bearer xchg-carol-3")
-    );
+    add(gw, &callers[5], 1, 1);
+    assert_eq!(last_call_auth(seen).as_deref(), Some("Bearer xchg-carol-3"));
     assert_eq!(endpoint.hits().len(), 4);
 
     // A refused exchange is a tool error, at once, and the upstream is not called.
@@ -389,7 +377,7 @@ fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers(
         .filter(|(m, _, _)| m == "tools/call")
         .count();
     let started = Instant::now();
-    let refused = add(&gw, &callers[6], 1, 1);
+    let refused = add(gw, &callers[6], 1, 1);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(refused["isError"], true, "{refused}");
     let text = refused["content"][0]["text"].as_str().unwrap();

@@ -38,7 +38,7 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
     // The listing is the gateway's own (lazy: it lists the upstream's catalog on demand).
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let listed = send(&gw, &alice, "resources/list", None, json!({}));
+        let listed = send(gw, &alice, "resources/list", None, json!({}));
         if listed.to_string().contains("test://static-text") {
             break;
         }
@@ -46,7 +46,7 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let read = send(
-        &gw,
+        gw,
         &alice,
         "resources/read",
         Some("test://static-text"),
@@ -54,7 +54,7 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
     );
     assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
     let templated = send(
-        &gw,
+        gw,
         &alice,
         "resources/read",
         Some("test://template/7/data"),
@@ -62,7 +62,7 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
     );
     assert!(templated["result"]["contents"].is_array(), "{templated}");
     let got = send(
-        &gw,
+        gw,
         &alice,
         "prompts/get",
         Some("up__test_simple_prompt"),
@@ -75,7 +75,7 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
     let named = |n: &str| (Some(n.to_owned()), alices.clone());
     // The gateway's own reads (the upstream's skill files, fetched when it connects) carry
     // its service credential; alice's carry hers.
-    let (hers, own): (Vec<_>, Vec<_>) = auths_of(&seen, "resources/read")
+    let (hers, own): (Vec<_>, Vec<_>) = auths_of(seen, "resources/read")
         .into_iter()
         .partition(|(n, _)| n.as_deref().is_some_and(|n| n.starts_with("test://")));
     assert_eq!(
@@ -87,12 +87,9 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
             .all(|(_, a)| a.as_deref() == Some("Bearer svc-token")),
         "{own:?}"
     );
-    assert_eq!(
-        auths_of(&seen, "prompts/get"),
-        [named("test_simple_prompt")]
-    );
+    assert_eq!(auths_of(seen, "prompts/get"), [named("test_simple_prompt")]);
     for method in ["resources/list", "prompts/list"] {
-        let auths = auths_of(&seen, method);
+        let auths = auths_of(seen, method);
         assert!(!auths.is_empty(), "{method} never sent");
         assert!(
             auths
@@ -104,7 +101,7 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
 
     // A refused exchange: an error naming why, and nothing read upstream.
     let refused = send(
-        &gw,
+        gw,
         &mallory,
         "resources/read",
         Some("test://static-text"),
@@ -116,7 +113,7 @@ fn resources_and_prompts_are_read_as_the_caller_too() {
         "{refused}"
     );
     assert!(!text.contains(mallory.as_str()), "{refused}");
-    let reads = auths_of(&seen, "resources/read");
+    let reads = auths_of(seen, "resources/read");
     assert!(
         !reads
             .iter()
