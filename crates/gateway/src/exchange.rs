@@ -168,7 +168,7 @@ impl Exchanger {
         if let Some(t) = self.kept(&key) {
             return Ok(t);
         }
-        let shared_key = format!("tw:x:{}", hex(&key));
+        let shared_key = format!("tw:x:{}", data_encoding::HEXLOWER.encode(&key));
         if let Some(store) = &self.store
             && let Some(t) = store.get(&shared_key).await
         {
@@ -225,10 +225,6 @@ impl Exchanger {
         headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
         Ok(headers)
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -307,7 +307,7 @@ impl Bridged {
 fn new_token() -> String {
     let mut bytes = [0u8; 16];
     rand::fill(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&bytes)
 }
 
 /// The upstream's progress, relayed to the client of the round in progress.

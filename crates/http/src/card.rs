@@ -242,8 +242,7 @@ impl Discovery {
 /// A strong entity tag: the first 128 bits of the SHA-256 of the bytes, in hex, quoted.
 fn entity_tag(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("\"{hex}\"")
+    format!("\"{}\"", data_encoding::HEXLOWER.encode(&digest[..16]))
 }
 
 /// Whether an `If-None-Match` value names `etag` (weak comparison, as RFC 9110 §13.1.2

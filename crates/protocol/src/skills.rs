@@ -125,13 +125,10 @@ pub struct DirectoryReadParams {
 
 /// `sha256:` and the lowercase hex SHA-256 of `bytes`: the digest form of a skill file.
 pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in hash {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!(
+        "sha256:{}",
+        data_encoding::HEXLOWER.encode(&Sha256::digest(bytes))
+    )
 }
 
 /// The YAML text of a `SKILL.md`'s frontmatter: the lines between a first line `---` and

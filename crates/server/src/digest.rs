@@ -55,12 +55,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 
 /// The lowercase hex SHA-256 (64 characters) of the canonical JSON of `value`.
 pub fn sha256_hex(value: &Value) -> String {
-    let digest = Sha256::digest(canonical_json(value).as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
+    data_encoding::HEXLOWER.encode(&Sha256::digest(canonical_json(value).as_bytes()))
 }
 
 #[cfg(test)]

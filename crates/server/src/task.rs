@@ -134,7 +134,7 @@ impl Default for Tasks {
 fn fresh_id() -> String {
     let mut bytes = [0u8; 16];
     rand::fill(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    data_encoding::HEXLOWER.encode(&bytes)
 }
 
 impl Tasks {

@@ -2,7 +2,7 @@
 //! `params._meta`, as the MCP conventions and the 2026-07-28 spec put them, or in HTTP
 //! headers) and the ones a server passes on to what it calls.
 
-use std::fmt::Write;
+use data_encoding::HEXLOWER;
 
 /// The trace a span belongs to and the span itself, as `traceparent` carries them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,23 +17,18 @@ pub struct SpanContext {
     pub state: Option<String>,
 }
 
+/// `N` bytes from `2N` lowercase hex digits (trace context allows no other case).
 fn hex_into<const N: usize>(s: &str) -> Option<[u8; N]> {
-    if s.len() != 2 * N || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    if s.len() != 2 * N {
         return None;
     }
     let mut out = [0u8; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
+    HEXLOWER.decode_mut(s.as_bytes(), &mut out).ok()?;
     Some(out)
 }
 
 fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(2 * bytes.len());
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    HEXLOWER.encode(bytes)
 }
 
 impl SpanContext {

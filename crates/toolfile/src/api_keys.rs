@@ -46,7 +46,7 @@ impl ApiKeyConfig {
 
     /// The digest as lowercase hex.
     pub fn hex(&self) -> String {
-        self.sha256.iter().map(|b| format!("{b:02x}")).collect()
+        data_encoding::HEXLOWER.encode(&self.sha256)
     }
 }
 
@@ -124,16 +124,14 @@ fn read_one(name: &str, value: &Value) -> Result<ApiKeyConfig, Problem> {
     let spec: KeySpec = read_value(value)?;
     let hex = spec.sha256.trim();
     let mut sha256 = [0u8; 32];
-    let bytes = hex.as_bytes();
-    if bytes.len() != 64 || !bytes.iter().all(u8::is_ascii_hexdigit) {
+    let read = (hex.len() == 64)
+        .then(|| data_encoding::HEXLOWER_PERMISSIVE.decode_mut(hex.as_bytes(), &mut sha256))
+        .is_some_and(|r| r.is_ok());
+    if !read {
         return Err(Problem::new(
             ["sha256"],
             "a SHA-256 digest is 64 hex digits (`toolwright hash-key` prints it)",
         ));
-    }
-    for (i, pair) in bytes.chunks(2).enumerate() {
-        let text = std::str::from_utf8(pair).unwrap_or("00");
-        sha256[i] = u8::from_str_radix(text, 16).unwrap_or(0);
     }
     if let Some(i) = spec
         .scopes

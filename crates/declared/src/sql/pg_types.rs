@@ -176,7 +176,7 @@ fn uuid(raw: &[u8]) -> Option<String> {
     if raw.len() != 16 {
         return None;
     }
-    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = data_encoding::HEXLOWER.encode(raw);
     Some(format!(
         "{}-{}-{}-{}-{}",
         &hex[0..8],
