@@ -131,7 +131,8 @@
 //! streams never starve calls: **reply** streams (a POST answered with SSE, and its
 //! `Last-Event-ID` resumption; [`HttpConfig::max_sse_streams`]) and standalone **GET**
 //! streams ([`HttpConfig::max_get_streams`]; one per session, 409 for a second). Each budget
-//! also has a share per client address (an IPv6 client counts by its /64):
+//! also has a share per client address (an IPv6 client counts by its /64; behind one of
+//! [`HttpConfig::trusted_proxies`], the address its `X-Forwarded-For` names):
 //! [`HttpConfig::max_sse_streams_per_client`], [`HttpConfig::max_get_streams_per_client`].
 //! A full budget is 503, a client over its share 429, both with `Retry-After`. Shutdown stops accepting, ends GET
 //! streams and lets requests in progress finish. Accepted sockets set `TCP_NODELAY`.
@@ -151,7 +152,8 @@
 //!   [`store`] (the trait of shared session stores, and the in-memory one).
 //! - `session.rs`: one legacy session and the table of them.
 //! - `headers.rs`: MCP headers and the modern mirroring rules; `accept.rs`: `Accept`.
-//! - `budget.rs`: the stream budgets, in total and per client.
+//! - `budget.rs`: the stream budgets, in total and per client; `forwarded.rs`: the client
+//!   behind a trusted reverse proxy.
 //! - `guard.rs`: `Host`, `Origin`, Protected Resource Metadata; `bearer.rs`: the bearer
 //!   token (static, or a JWT access token checked by `toolwright-auth`).
 //! - `stream.rs`: the cell a response stream reads from; `body.rs`: JSON and SSE bodies.
