@@ -262,49 +262,44 @@ fn last_call_auth(seen: &Seen) -> Option<String> {
 
 /// An upstream (`toolwright serve --http` with `upstream_args`) behind a recording proxy,
 /// the token endpoint, an issuer of callers' tokens, and the gateway (`--http
-/// --auth-issuer`, plus `gw_args`) with the upstream under `exchange:`.
+/// --auth-issuer`, plus `gw_args`) with the upstream under `exchange:` in a config that
+/// starts with `config_extra`.
 pub(crate) struct Rig {
     pub(crate) seen: Seen,
     pub(crate) endpoint: TokenEndpoint,
     pub(crate) gw: HttpServer,
     key: crate::auth_jwt::TestKey,
     issuer: Issuer,
+    config: String,
     _upstream: HttpServer,
     _dir: tempfile::TempDir,
 }
 
 impl Rig {
-    pub(crate) fn start(upstream_args: &[&str], gw_args: &[&str]) -> Rig {
+    pub(crate) fn start(upstream_args: &[&str], config_extra: &str, gw_args: &[&str]) -> Rig {
         let upstream = HttpServer::start(upstream_args);
         let (proxy, seen) = recording_proxy(upstream.addr);
         let endpoint = TokenEndpoint::start();
         let key = es256("k1");
         let issuer = Issuer::start(&[&key]);
         let dir = tempfile::tempdir().unwrap();
-        let path = config(dir.path(), proxy, &endpoint, "");
-        let mut args = vec![
-            "--config",
-            path.as_str(),
-            "--auth-issuer",
-            issuer.url.as_str(),
-        ];
-        args.extend(gw_args);
-        let gw = HttpServer::start_with_env(
-            &args,
-            &[
-                ("TW_TEST_EXCHANGE_SECRET", SECRET),
-                ("TW_TEST_SERVICE_TOKEN", "svc-token"),
-            ],
-        );
+        let config = config(dir.path(), proxy, &endpoint, config_extra);
+        let gw = gateway(&config, &issuer.url, gw_args);
         Rig {
             seen,
             endpoint,
             gw,
             key,
             issuer,
+            config,
             _upstream: upstream,
             _dir: dir,
         }
+    }
+
+    /// Another gateway on the same config, upstream, token endpoint and issuer: a replica.
+    pub(crate) fn replica(&self, gw_args: &[&str]) -> HttpServer {
+        gateway(&self.config, &self.issuer.url, gw_args)
     }
 
     /// A token of `sub` for the gateway, with `extra` claims.
@@ -314,9 +309,23 @@ impl Rig {
     }
 }
 
+/// A gateway on `config` whose callers' tokens `issuer` signs, with the exchange's secrets
+/// in its environment.
+fn gateway(config: &str, issuer: &str, gw_args: &[&str]) -> HttpServer {
+    let mut args = vec!["--config", config, "--auth-issuer", issuer];
+    args.extend(gw_args);
+    HttpServer::start_with_env(
+        &args,
+        &[
+            ("TW_TEST_EXCHANGE_SECRET", SECRET),
+            ("TW_TEST_SERVICE_TOKEN", "svc-token"),
+        ],
+    )
+}
+
 #[test]
 fn the_upstream_sees_the_exchanged_token_once_per_subject_and_never_the_callers() {
-    let rig = Rig::start(&[], &["--auth-scope", "tools:call"]);
+    let rig = Rig::start(&[], "", &["--auth-scope", "tools:call"]);
     let (seen, endpoint, gw) = (&rig.seen, &rig.endpoint, &rig.gw);
     let token = |sub: &str, jti: &str| rig.token(sub, json!({"jti": jti}));
     let callers: Vec<String> = ["alice", "bob", "carol", "mallory"]
@@ -548,39 +557,18 @@ fn replicas_on_one_redis_share_an_exchanged_token() {
     }
     let redis = Redis::start();
     let store = format!("redis://127.0.0.1:{}/0", redis.1);
-    let upstream = HttpServer::start(&[]);
-    let (proxy, seen) = recording_proxy(upstream.addr);
-    let endpoint = TokenEndpoint::start();
-    let key = es256("k1");
-    let issuer = Issuer::start(&[&key]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), proxy, &endpoint, "");
     let args = [
-        "--config",
-        path.as_str(),
-        "--auth-issuer",
-        issuer.url.as_str(),
         "--session-store",
         store.as_str(),
         // Both replicas answer for one resource, so one token is good at either.
         "--resource-url",
         "https://mcp.example.com/mcp",
     ];
-    let env = [
-        ("TW_TEST_EXCHANGE_SECRET", SECRET),
-        ("TW_TEST_SERVICE_TOKEN", "svc-token"),
-    ];
-    let a = HttpServer::start_with_env(&args, &env);
-    let b = HttpServer::start_with_env(&args, &env);
-    let alice = mint(
-        &key,
-        &claims(
-            &a,
-            &issuer.url,
-            json!({"sub": "alice", "aud": "https://mcp.example.com/mcp"}),
-        ),
-    );
-    for (i, replica) in [&a, &b, &a, &b].into_iter().enumerate() {
+    let rig = Rig::start(&[], "", &args);
+    let (seen, endpoint, a) = (&rig.seen, &rig.endpoint, &rig.gw);
+    let b = rig.replica(&args);
+    let alice = rig.token("alice", json!({"aud": "https://mcp.example.com/mcp"}));
+    for (i, replica) in [a, &b, a, &b].into_iter().enumerate() {
         let deadline = Instant::now() + Duration::from_secs(20);
         let result = loop {
             let r = add(replica, &alice, 1, 2);
@@ -594,10 +582,7 @@ fn replicas_on_one_redis_share_an_exchanged_token() {
             result["structuredContent"]["result"], 3,
             "call {i}: {result}"
         );
-        assert_eq!(
-            last_call_auth(&seen).as_deref(),
-            Some("Bearer xchg-alice-0")
-        );
+        assert_eq!(last_call_auth(seen).as_deref(), Some("Bearer xchg-alice-0"));
     }
     assert_eq!(endpoint.hits().len(), 1, "{:?}", endpoint.hits());
 }
@@ -607,29 +592,11 @@ fn replicas_on_one_redis_share_an_exchanged_token() {
 #[test]
 fn an_api_key_caller_is_refused() {
     let (bot_key, entry) = crate::auth_keys::generated("bot", &["tools:call"]);
-    let upstream = HttpServer::start(&[]);
-    let (proxy, seen) = recording_proxy(upstream.addr);
-    let endpoint = TokenEndpoint::start();
-    let key = es256("k1");
-    let issuer = Issuer::start(&[&key]);
-    let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), proxy, &endpoint, &entry);
-    let args = [
-        "--config",
-        path.as_str(),
-        "--auth-issuer",
-        issuer.url.as_str(),
-    ];
-    let gw = HttpServer::start_with_env(
-        &args,
-        &[
-            ("TW_TEST_EXCHANGE_SECRET", SECRET),
-            ("TW_TEST_SERVICE_TOKEN", "svc-token"),
-        ],
-    );
+    let rig = Rig::start(&[], &entry, &[]);
+    let (seen, endpoint, gw) = (&rig.seen, &rig.endpoint, &rig.gw);
     let deadline = Instant::now() + Duration::from_secs(20);
     let refused = loop {
-        let r = add(&gw, &bot_key, 1, 2);
+        let r = add(gw, &bot_key, 1, 2);
         if r["isError"] == true || Instant::now() > deadline {
             break r;
         }

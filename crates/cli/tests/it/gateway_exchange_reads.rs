@@ -30,7 +30,7 @@ fn auths_of(seen: &Seen, method: &str) -> Vec<(Option<String>, Option<String>)> 
 
 #[test]
 fn resources_and_prompts_are_read_as_the_caller_too() {
-    let rig = Rig::start(&["--fixtures", "conformance"], &[]);
+    let rig = Rig::start(&["--fixtures", "conformance"], "", &[]);
     let (seen, endpoint, gw) = (&rig.seen, &rig.endpoint, &rig.gw);
     let token = |sub: &str| rig.token(sub, json!({}));
     let (alice, mallory) = (token("alice"), token("mallory"));
