@@ -35,7 +35,7 @@ use toolwright_server::{
 /// POST: the body checked and read, its era claimed, then handled in that era.
 pub(crate) async fn post(
     shared: &Arc<Shared>,
-    (client, addr, from): (Client, SocketAddr, IpAddr),
+    (addr, from): (SocketAddr, IpAddr),
     req: Request<Incoming>,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
@@ -68,7 +68,7 @@ pub(crate) async fn post(
         caller,
         token: parts.extensions.get::<toolwright_server::SubjectToken>(),
         view,
-        client,
+        client: Client::of(from),
         accepts,
         addr,
         from,

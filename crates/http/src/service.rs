@@ -41,7 +41,7 @@ pub(crate) async fn handle(
     // Who counts for budgets and limits: behind a trusted proxy, the client it names.
     let from =
         crate::forwarded::client_ip(peer.ip(), req.headers(), &shared.config.trusted_proxies);
-    let mut resp = route(&shared, (Client::of(from), peer, from), req).await;
+    let mut resp = route(&shared, (peer, from), req).await;
     if let Some(o) = origin {
         let h = resp.headers_mut();
         h.insert("access-control-allow-origin", o);
@@ -140,11 +140,11 @@ fn caller_of(identity: &Identity) -> Caller {
     )
 }
 
-/// Routes `req` from `client` (its budget's key), which connected from `peer` and counts as
-/// `from` (the client behind a trusted proxy, else `peer`'s address).
+/// Routes `req`, which connected from `peer` and counts as `from` (the client behind a
+/// trusted proxy, else `peer`'s address; its budgets' key).
 async fn route(
     shared: &Arc<Shared>,
-    (client, peer, from): (Client, SocketAddr, IpAddr),
+    (peer, from): (SocketAddr, IpAddr),
     mut req: Request<Incoming>,
 ) -> Response<Body> {
     let path = req.uri().path();
@@ -196,8 +196,8 @@ async fn route(
         }
         let who = (req.headers(), caller.as_deref());
         return match *req.method() {
-            Method::POST => post::post(shared, (client, peer, from), req).await,
-            Method::GET => streams::get(shared, client, who).await,
+            Method::POST => post::post(shared, (peer, from), req).await,
+            Method::GET => streams::get(shared, Client::of(from), who).await,
             Method::DELETE => streams::delete(shared, who).await,
             _ => {
                 let mut r = refuse(

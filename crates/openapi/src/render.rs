@@ -71,17 +71,16 @@ fn block(value: &Value, indent: usize, inline: bool, out: &mut String) {
                     out.push_str(&" ".repeat(indent));
                 }
                 first = false;
-                let mut written = String::new();
-                key(k, &mut written);
-                if written.chars().count() > IMPLICIT_KEY_CHARS {
+                let start = out.len();
+                key(k, out);
+                if out[start..].chars().count() > IMPLICIT_KEY_CHARS {
                     // Too long for an implicit key: YAML's explicit form, `? key` then
                     // `: value` on a line of its own at the same column.
+                    out.truncate(start);
                     out.push_str("? ");
                     quoted(k, out);
                     out.push('\n');
                     out.push_str(&" ".repeat(indent));
-                } else {
-                    out.push_str(&written);
                 }
                 out.push(':');
                 block(v, indent + 2, false, out);

@@ -124,10 +124,12 @@ fn read_one(name: &str, value: &Value) -> Result<ApiKeyConfig, Problem> {
     let spec: KeySpec = read_value(value)?;
     let hex = spec.sha256.trim();
     let mut sha256 = [0u8; 32];
-    let read = (hex.len() == 64)
-        .then(|| data_encoding::HEXLOWER_PERMISSIVE.decode_mut(hex.as_bytes(), &mut sha256))
-        .is_some_and(|r| r.is_ok());
-    if !read {
+    // `decode_mut` wants exactly 64 digits for 32 bytes: the length is checked first.
+    if hex.len() != 64
+        || data_encoding::HEXLOWER_PERMISSIVE
+            .decode_mut(hex.as_bytes(), &mut sha256)
+            .is_err()
+    {
         return Err(Problem::new(
             ["sha256"],
             "a SHA-256 digest is 64 hex digits (`toolwright hash-key` prints it)",
