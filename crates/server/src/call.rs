@@ -200,7 +200,7 @@ impl Server {
             };
             (reply, state)
         });
-        Ok(self.poll_once_or_drive(session, id, cancel, &p.name, fut))
+        Ok(self.poll_once_or_drive(session, id, cancel, p.name, fut))
     }
 
     /// Polls a call's future once (most tools finish there: the reply is then written with
@@ -211,7 +211,7 @@ impl Server {
         session: &Arc<Session>,
         id: &RequestId,
         cancel: CancellationToken,
-        name: &str,
+        name: String,
         mut fut: std::pin::Pin<Box<F>>,
     ) -> Handled
     where
@@ -227,12 +227,13 @@ impl Server {
                 None => Handled::Nothing,
             };
         }
-        self.drive(
+        let what = move || format!("tool {name}");
+        self.drive_pending(
             session,
             id.clone(),
             cancel,
-            || format!("tool {name}"),
-            Box::pin(async move { fut.await.0 }),
+            what,
+            async move { fut.await.0 },
         )
     }
 
@@ -362,25 +363,42 @@ impl Server {
         }
         // Named only now: most calls never need to say what they were.
         let what = what();
+        self.drive_pending(session, id, cancel, move || what, fut)
+    }
+
+    /// [`drive`](Server::drive) for a future already polled once and pending: it is held
+    /// in the task's own future, not boxed again, and `what` names it only if it times out.
+    fn drive_pending(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        cancel: CancellationToken,
+        what: impl FnOnce() -> String + Send + 'static,
+        fut: impl Future<Output = Option<Reply>> + Send + 'static,
+    ) -> Handled {
         session.track(id.clone(), cancel.clone());
         let session = session.clone();
         let timeout = self.inner.config.call_timeout;
         Handled::Later(Box::pin(async move {
             // Dropping this future (an HTTP client closed its stream) cancels the call too.
             let cancel_on_drop = cancel.clone().drop_guard();
-            let reply = tokio::select! {
-                reply = &mut fut => reply,
-                _ = cancel.cancelled() => None,
-                _ = tokio::time::sleep(timeout) => {
-                    cancel.cancel();
-                    let e = ErrorObject::new(
-                        code::REQUEST_TIMEOUT,
-                        format!("{what} did not finish within {timeout:?} and was cancelled"),
-                    );
-                    Some(Reply::error(Some(&id), &e))
+            // The call's future is gone once this block ends, before the call is untracked.
+            let reply = async {
+                tokio::pin!(fut);
+                tokio::select! {
+                    reply = &mut fut => reply,
+                    _ = cancel.cancelled() => None,
+                    _ = tokio::time::sleep(timeout) => {
+                        cancel.cancel();
+                        let e = ErrorObject::new(
+                            code::REQUEST_TIMEOUT,
+                            format!("{} did not finish within {timeout:?} and was cancelled", what()),
+                        );
+                        Some(Reply::error(Some(&id), &e))
+                    }
                 }
-            };
-            drop(fut);
+            }
+            .await;
             session.untrack(&id);
             cancel_on_drop.disarm();
             reply
