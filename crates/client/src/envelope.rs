@@ -3,6 +3,7 @@
 //! reads, under the same envelope rules the server applies.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use toolwright_jsonrpc::{
     ErrorObject, Limits, Message, Parsed, RequestId, parse, write_error, write_notification,
@@ -16,22 +17,48 @@ pub(crate) fn request(id: &RequestId, method: &str, params: &Value) -> Vec<u8> {
     line
 }
 
-/// A request as one line, its params with the members of `metas` merged into their
-/// `_meta` (replacing those of the same name; the maps of `metas` name different members),
-/// written from borrowed parts: nothing is copied.
+/// `_meta` members serialized once and written as they are: those every modern request
+/// of a connection carries (protocol version, client capabilities and info), which would
+/// otherwise be serialized again for each request.
+pub(crate) struct FixedMeta(Vec<(String, Box<RawValue>)>);
+
+impl FixedMeta {
+    pub(crate) fn new(members: Map<String, Value>) -> FixedMeta {
+        FixedMeta(
+            members
+                .into_iter()
+                .map(|(k, v)| {
+                    let raw = serde_json::value::to_raw_value(&v).expect("a Value serializes");
+                    (k, raw)
+                })
+                .collect(),
+        )
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == key)
+    }
+}
+
+/// A request as one line, its params with the members of `fixed` and then of `meta` merged
+/// into their `_meta` (replacing those of the same name; `fixed` and `meta` name different
+/// members), written from borrowed parts: nothing is copied.
 pub(crate) fn request_with_meta(
     id: &RequestId,
     method: &str,
     params: &Value,
-    metas: &[&Map<String, Value>],
+    fixed: Option<&FixedMeta>,
+    meta: &Map<String, Value>,
 ) -> Vec<u8> {
-    if metas.iter().all(|m| m.is_empty()) {
+    if fixed.is_none_or(|f| f.0.is_empty()) && meta.is_empty() {
         return request(id, method, params);
     }
-    let mut line = Vec::with_capacity(128);
+    // A modern request's fixed members alone are about 300 bytes: room enough at once.
+    let mut line = Vec::with_capacity(512);
     let params = WithMeta {
         params: params.as_object(),
-        metas,
+        fixed,
+        meta,
     };
     write_request(&mut line, id, method, &params).expect("a Value serializes");
     line
@@ -41,7 +68,8 @@ pub(crate) fn request_with_meta(
 struct WithMeta<'a> {
     /// `None` when the params are not an object: they are then only the `_meta`.
     params: Option<&'a Map<String, Value>>,
-    metas: &'a [&'a Map<String, Value>],
+    fixed: Option<&'a FixedMeta>,
+    meta: &'a Map<String, Value>,
 }
 
 impl Serialize for WithMeta<'_> {
@@ -57,28 +85,36 @@ impl Serialize for WithMeta<'_> {
         }
         let merged = MergedMeta {
             own,
-            more: self.metas,
+            fixed: self.fixed,
+            more: self.meta,
         };
         map.serialize_entry("_meta", &merged)?;
         map.end()
     }
 }
 
-/// The params' own `_meta` members that `more` does not replace, then `more`'s.
+/// The params' own `_meta` members that the others do not replace, then `fixed`'s, then
+/// `more`'s.
 struct MergedMeta<'a> {
     own: Option<&'a Map<String, Value>>,
-    more: &'a [&'a Map<String, Value>],
+    fixed: Option<&'a FixedMeta>,
+    more: &'a Map<String, Value>,
 }
 
 impl Serialize for MergedMeta<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         for (k, v) in self.own.into_iter().flatten() {
-            if !self.more.iter().any(|m| m.contains_key(k)) {
+            let replaced =
+                self.more.contains_key(k) || self.fixed.is_some_and(|f| f.contains_key(k));
+            if !replaced {
                 map.serialize_entry(k, v)?;
             }
         }
-        for (k, v) in self.more.iter().flat_map(|m| m.iter()) {
+        for (k, v) in self.fixed.iter().flat_map(|f| f.0.iter()) {
+            map.serialize_entry(k, v)?;
+        }
+        for (k, v) in self.more {
             map.serialize_entry(k, v)?;
         }
         map.end()
@@ -174,5 +210,37 @@ mod tests {
         assert_eq!(kinds(r#"{"id":1,"result":{}}"#), ["invalid"]);
         assert_eq!(kinds("not json"), [] as [&str; 0]);
         assert_eq!(kinds("[]"), [] as [&str; 0]);
+    }
+
+    #[test]
+    fn fixed_and_own_meta_members_merge_into_one_meta() {
+        let fixed = FixedMeta::new(
+            json!({"v": "2026-07-28", "info": {"name": "gw", "note": "a \"quoted\" word"}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let params =
+            json!({"name": "add", "_meta": {"v": "old", "keep": 1}, "arguments": {"a": 1}});
+        let meta = json!({"progressToken": "t-1"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let line = request_with_meta(
+            &RequestId::from(7),
+            "tools/call",
+            &params,
+            Some(&fixed),
+            &meta,
+        );
+        let text = std::str::from_utf8(&line).unwrap();
+        assert!(text.ends_with('\n'));
+        assert_eq!(
+            text.trim_end(),
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":1},"_meta":{"keep":1,"v":"2026-07-28","info":{"name":"gw","note":"a \"quoted\" word"},"progressToken":"t-1"}}}"#
+        );
+        // Nothing to merge: the params as they are.
+        let plain = request_with_meta(&RequestId::from(8), "ping", &json!({}), None, &Map::new());
+        assert_eq!(plain, request(&RequestId::from(8), "ping", &json!({})));
     }
 }

@@ -38,7 +38,7 @@ use toolwright_toolfile::servers::StartSpec;
 /// what the request names (a resource's URI, a prompt's name): its `Mcp-Name` on modern HTTP.
 async fn forward<T: serde::de::DeserializeOwned>(
     upstream: &Arc<Upstream>,
-    (method, name): (&str, &str),
+    (method, name): (&'static str, &str),
     params: Value,
     key: Option<&str>,
     ctx: &ToolContext,

@@ -28,7 +28,6 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,7 +70,8 @@ impl Resumed {
     }
 }
 
-/// What an upstream's `tools/call` result asks of the gateway, read in one pass over it.
+/// What an upstream's `tools/call` result asks of the gateway, read with the rest of its head
+/// (`tool::Head::kind`) in one pass over it.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum ResultKind {
     /// The call's result (or something that is no result: the caller finds out).
@@ -80,26 +80,6 @@ pub(crate) enum ResultKind {
     AsksForInput,
     /// A `CreateTaskResult`: the upstream runs the call as this task.
     Task(String),
-}
-
-impl ResultKind {
-    pub(crate) fn of(raw: &RawValue) -> ResultKind {
-        #[derive(Deserialize)]
-        struct Kind<'a> {
-            #[serde(rename = "resultType", borrow, default)]
-            result_type: Option<Cow<'a, str>>,
-            #[serde(rename = "taskId", borrow, default)]
-            task_id: Option<Cow<'a, str>>,
-        }
-        let Ok(k) = serde_json::from_str::<Kind<'_>>(raw.get()) else {
-            return ResultKind::Final;
-        };
-        match (k.result_type.as_deref(), k.task_id) {
-            (Some("task"), Some(id)) => ResultKind::Task(id.into_owned()),
-            (Some("input_required"), _) => ResultKind::AsksForInput,
-            _ => ResultKind::Final,
-        }
-    }
 }
 
 /// What the gateway reads of an upstream's `tasks/get` answer.
@@ -168,7 +148,7 @@ impl Drop for CancelGuard {
 
 impl UpstreamTask<'_> {
     /// A request about the task.
-    fn call(&self, method: &str, params: Value) -> Call {
+    fn call(&self, method: &'static str, params: Value) -> Call {
         Call {
             name: Some(self.task_id.clone()),
             observer: self.observer.clone(),
@@ -341,7 +321,11 @@ mod tests {
 
     #[test]
     fn a_result_says_what_it_asks_in_one_read() {
-        let t = |s: &str| ResultKind::of(&raw(s));
+        let t = |s: &str| {
+            let raw = raw(s);
+            serde_json::from_str::<crate::tool::Head<'_>>(raw.get())
+                .map_or(ResultKind::Final, |h| h.kind())
+        };
         assert_eq!(
             t(r#"{"resultType":"task","taskId":"ab12","status":"working"}"#),
             ResultKind::Task("ab12".into())

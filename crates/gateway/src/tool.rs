@@ -26,6 +26,7 @@
 //! upstream when this call is.
 
 use crate::install::Prepared;
+use crate::task::ResultKind;
 use crate::upstream::Upstream;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -145,13 +146,15 @@ impl UpstreamTool {
                 format_violations(&violations)
             ));
         }
+        // The paths most calls never take (confirmation, token exchange, tasks, parked
+        // questions) are boxed where they are awaited: this future is allocated for every
+        // call, and unboxed they would make it several kilobytes.
         if self.tool.standing == Standing::Confirm
-            && let Some(refusal) = self.confirm(&args, &ctx).await?
+            && let Some(refusal) = Box::pin(self.confirm(&args, &ctx)).await?
         {
             return Ok(refusal);
         }
-        let (raw, upstream_version) = self.forward(args, &ctx).await?;
-        self.pass_on(raw, upstream_version, &ctx)
+        self.forward(args, &ctx).await
     }
 
     /// Asks the user to confirm the call; `Some` is the refusal to return.
@@ -193,12 +196,8 @@ impl UpstreamTool {
     }
 
     /// Sends the call upstream and answers what the upstream asks on the way; returns the
-    /// final result as the upstream wrote it, and the protocol version it speaks.
-    async fn forward(
-        &self,
-        args: Value,
-        ctx: &ToolContext,
-    ) -> Result<(Box<RawValue>, ProtocolVersion), ToolError> {
+    /// final result as it goes to this call's client.
+    async fn forward(&self, args: Value, ctx: &ToolContext) -> Result<CallToolResult, ToolError> {
         let peer = match self.upstream.peer().await {
             Ok(p) => p,
             Err(e) => return Err(ToolError::Failed(e.to_string())),
@@ -207,16 +206,16 @@ impl UpstreamTool {
         if let Some(why) = self.upstream.refusal(&self.tool.upstream_name) {
             return Err(ToolError::Failed(why));
         }
-        // Cancelled when the client cancels, and when this future is dropped.
-        let cancel = ctx.cancellation().child_token();
-        let _drop_guard = cancel.clone().drop_guard();
+        // The call's own token: the request is cancelled upstream when the client cancels,
+        // and when this future is dropped (the request's future cancels it as it goes).
+        let cancel = ctx.cancellation().clone();
         let asker = Arc::new(AskClient {
             ctx: ctx.clone(),
             upstream: self.upstream.clone(),
         });
         let mut headers = self.headers(&args, peer.era())?;
         if let Some(x) = self.upstream.exchange() {
-            headers = x.authorize(ctx, peer.era(), headers).await?;
+            headers = Box::pin(x.authorize(ctx, peer.era(), headers)).await?;
         }
         // One request, built once: a later round changes its params in place.
         let mut call = Call {
@@ -230,22 +229,22 @@ impl UpstreamTool {
                 ),
                 ("arguments".to_owned(), args),
             ])),
-            name: Some(self.tool.upstream_name.clone()),
+            // Only HTTP has headers to name it in.
+            name: matches!(peer.target(), toolwright_client::Target::Http { .. })
+                .then(|| self.tool.upstream_name.clone()),
             headers,
             timeout: self.tool.timeout,
             progress: progress_relay(ctx),
-            cancel: Some(cancel.clone()),
+            cancel: Some(cancel),
             on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
             observer: crate::observe::Watcher::call(ctx, &self.upstream),
         };
         // An earlier run of this call left the upstream's task waiting for answers: this
         // run goes on with it.
         if let Some(r) = crate::task::Resumed::from_context(ctx) {
-            let raw = self
-                .upstream_task(&peer, r.task_id, r.round, &call)
-                .finish(ctx)
-                .await?;
-            return Ok((raw, peer.protocol_version()));
+            let task = self.upstream_task(&peer, r.task_id, r.round, &call);
+            let raw = Box::pin(task.finish(ctx)).await?;
+            return self.pass_on(raw, peer.protocol_version(), ctx);
         }
         // A legacy upstream asks a modern client its questions through `input_required`
         // rounds, its call kept waiting meanwhile (park.rs).
@@ -258,7 +257,7 @@ impl UpstreamTool {
             // parent, when telemetry observes the call.
             crate::observe::propagate(&mut call.params, ctx);
             let outcome = match resumed.take() {
-                Some(parked) => parked.outcome(ctx).await?,
+                Some(parked) => Box::pin(parked.outcome(ctx)).await?,
                 None if bridged => {
                     let owner = self.owner();
                     let started = crate::park::Bridged::start(
@@ -268,7 +267,7 @@ impl UpstreamTool {
                         &self.upstream,
                         owner,
                     );
-                    started.outcome(ctx).await?
+                    Box::pin(started.outcome(ctx)).await?
                 }
                 None => peer.request_raw(&call).await,
             };
@@ -277,20 +276,25 @@ impl UpstreamTool {
                 Err(_) if ctx.is_cancelled() => return Err(ToolError::Cancelled),
                 Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
             };
-            match crate::task::ResultKind::of(&raw) {
-                crate::task::ResultKind::Final => return Ok((raw, peer.protocol_version())),
-                crate::task::ResultKind::Task(task_id) => {
-                    let raw = self
-                        .upstream_task(&peer, task_id, 0, &call)
-                        .finish(ctx)
-                        .await?;
-                    return Ok((raw, peer.protocol_version()));
+            // Read once: what the result asks of the gateway, and what passing it on needs.
+            let head: Head<'_> = serde_json::from_str(raw.get())
+                .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
+            match head.kind() {
+                ResultKind::Final => {
+                    let passed = self.decide(&head, raw.get(), peer.protocol_version(), ctx);
+                    drop(head);
+                    return self.deliver(raw, passed);
                 }
-                crate::task::ResultKind::AsksForInput => {}
+                ResultKind::Task(task_id) => {
+                    let task = self.upstream_task(&peer, task_id, 0, &call);
+                    let raw = Box::pin(task.finish(ctx)).await?;
+                    return self.pass_on(raw, peer.protocol_version(), ctx);
+                }
+                ResultKind::AsksForInput => {}
             }
             let value: Value = serde_json::from_str(raw.get())
                 .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
-            let answers = answer_inputs(&value, ctx).await?;
+            let answers = Box::pin(answer_inputs(&value, ctx)).await?;
             let obj = call.params.as_object_mut().expect("params are an object");
             obj.insert("inputResponses".into(), Value::Object(answers));
             match value.get("requestState") {
@@ -371,11 +375,26 @@ impl UpstreamTool {
     ) -> Result<CallToolResult, ToolError> {
         let head: Head<'_> = serde_json::from_str(raw.get())
             .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
+        let passed = self.decide(&head, raw.get(), upstream, ctx);
+        drop(head);
+        self.deliver(raw, passed)
+    }
+
+    /// How a final result read as `head` (of `text`, from an upstream of version
+    /// `upstream`) goes on: its `structuredContent` checked against the tool's contract,
+    /// and the form it reaches this call's client in.
+    fn decide(
+        &self,
+        head: &Head<'_>,
+        text: &str,
+        upstream: ProtocolVersion,
+        ctx: &ToolContext,
+    ) -> Passed {
         let is_error = head.is_error == Some(true);
         if !is_error && let Some(problem) = self.contract_problem(head.structured) {
             let text = format!("upstream {} {problem}", self.server());
             match self.tool.contracts {
-                ContractMode::Enforce => return Ok(CallToolResult::error(text)),
+                ContractMode::Enforce => return Passed::Refused(CallToolResult::error(text)),
                 ContractMode::Warn => {
                     tracing::warn!(server = %self.server(), tool = %self.tool.upstream_name, "{text}");
                     ctx.log(
@@ -386,8 +405,19 @@ impl UpstreamTool {
                 }
             }
         }
-        let decided = head.as_sent_to(raw.get(), ctx.protocol_version(), upstream);
-        let text = match decided {
+        Passed::On {
+            is_error,
+            sent: head.as_sent_to(text, ctx.protocol_version(), upstream),
+        }
+    }
+
+    /// The result `decide` settled on for the upstream's `raw`.
+    fn deliver(&self, raw: Box<RawValue>, passed: Passed) -> Result<CallToolResult, ToolError> {
+        let (is_error, sent) = match passed {
+            Passed::Refused(result) => return Ok(result),
+            Passed::On { is_error, sent } => (is_error, sent),
+        };
+        let text = match sent {
             Some(AsSent::Same) => raw,
             Some(AsSent::Changed(t)) => match RawValue::from_string(t) {
                 Ok(t) => t,
@@ -428,7 +458,7 @@ impl UpstreamTool {
 /// The members of an upstream's `tools/call` result the gateway reads before passing it
 /// on; the rest stays text.
 #[derive(Deserialize)]
-struct Head<'a> {
+pub(crate) struct Head<'a> {
     #[serde(rename = "resultType", borrow, default)]
     result_type: Option<Cow<'a, str>>,
     #[serde(rename = "isError", default)]
@@ -437,6 +467,19 @@ struct Head<'a> {
     structured: Option<&'a RawValue>,
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
+    #[serde(rename = "taskId", borrow, default)]
+    task_id: Option<Cow<'a, str>>,
+}
+
+/// What [`UpstreamTool::decide`] settled on for a final result.
+enum Passed {
+    /// The result broke the tool's contract: this error goes instead.
+    Refused(CallToolResult),
+    /// The result goes on, as `sent` says (`None`: rebuilt for the client).
+    On {
+        is_error: bool,
+        sent: Option<AsSent>,
+    },
 }
 
 /// How a modern result starts when its server writes `resultType` first, as toolwright
@@ -444,6 +487,15 @@ struct Head<'a> {
 const COMPLETE_FIRST: &str = "{\"resultType\":\"complete\",";
 
 impl Head<'_> {
+    /// What the result asks of the gateway.
+    pub(crate) fn kind(&self) -> ResultKind {
+        match (self.result_type.as_deref(), &self.task_id) {
+            (Some("task"), Some(id)) => ResultKind::Task(id.clone().into_owned()),
+            (Some("input_required"), _) => ResultKind::AsksForInput,
+            _ => ResultKind::Final,
+        }
+    }
+
     /// The result as a client of `client`'s version gets it from an upstream of
     /// `upstream`'s, made from `text` without building it, or `None` when it must be
     /// rebuilt: content of kinds the client knows (the upstream is not newer, or the client

@@ -227,7 +227,7 @@ impl Inner {
         line: &[u8],
         call: &Call,
     ) -> Result<RawOutcome, ClientError> {
-        let method = call.method.as_str();
+        let method = &*call.method;
         let handler = call
             .on_request
             .clone()

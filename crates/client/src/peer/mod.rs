@@ -40,6 +40,7 @@ mod stdio;
 
 pub use observe::{Observer, Outcome, Outgoing, Watch};
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -140,8 +141,8 @@ impl PeerHandler for NoHandler {}
 /// One request to send with [`Peer::request`].
 #[derive(Clone, Default)]
 pub struct Call {
-    /// The method, e.g. `tools/call`.
-    pub method: String,
+    /// The method, e.g. `tools/call` (usually a constant, so not copied per call).
+    pub method: Cow<'static, str>,
     /// Its params (an object); `_meta` is added or merged by the peer.
     pub params: Value,
     /// The `Mcp-Name` header on modern HTTP (the tool, prompt or resource named).
@@ -168,7 +169,7 @@ pub struct Call {
 
 impl Call {
     /// A call of `method` with `params` and nothing else set.
-    pub fn new(method: impl Into<String>, params: Value) -> Call {
+    pub fn new(method: impl Into<Cow<'static, str>>, params: Value) -> Call {
         Call {
             method: method.into(),
             params,
@@ -326,7 +327,7 @@ impl Peer {
                 Some(c) => serde_json::json!({"cursor": c}),
                 None => serde_json::json!({}),
             };
-            let result = self.request(Call::new(method, params)).await?;
+            let result = self.request(Call::new(method.to_owned(), params)).await?;
             let page = result
                 .get(key)
                 .and_then(Value::as_array)

@@ -1,6 +1,7 @@
 //! The shared state of a [`Peer`](super::Peer): sending a request (ids, `_meta`,
 //! progress tokens, timeouts, cancellation) and dispatching what the server sends (`inbound.rs`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
@@ -26,7 +27,7 @@ mod inbound;
 pub(super) type RawOutcome = Result<Box<RawValue>, ErrorObject>;
 
 /// `_meta` members shared by many requests.
-type SharedMeta = Arc<Map<String, Value>>;
+type SharedMeta = Arc<envelope::FixedMeta>;
 
 /// How one request is sent (beyond its [`Call`]).
 #[derive(Debug, Clone, Copy)]
@@ -68,14 +69,15 @@ pub(super) enum Link {
 /// A request waiting for its response (stdio; over HTTP the response comes on the
 /// request's own stream).
 struct Pending {
-    method: String,
+    method: Cow<'static, str>,
     tx: oneshot::Sender<Result<RawOutcome, ClientError>>,
     on_request: Option<Arc<dyn PeerHandler>>,
 }
 
 #[derive(Default)]
 struct Table {
-    map: HashMap<RequestId, Pending>,
+    /// Keyed by the ids this client numbered (never a server's), so a fast hasher will do.
+    map: HashMap<RequestId, Pending, foldhash::fast::RandomState>,
     /// Set when the connection died: nothing more is accepted.
     dead: bool,
 }
@@ -300,13 +302,7 @@ impl Inner {
             meta.insert("progressToken".to_owned(), Value::String(token.clone()));
             ProgressGuard { inner: self, token }
         });
-        let metas: [&Map<String, Value>; 2] = [modern.as_deref().unwrap_or(&meta), &meta];
-        let metas = if modern.is_some() {
-            &metas[..]
-        } else {
-            &metas[1..]
-        };
-        let line = envelope::request_with_meta(&id, &call.method, params, metas);
+        let line = envelope::request_with_meta(&id, &call.method, params, modern.as_deref(), &meta);
         let outcome = self.exchange(call, (&id, era), &line, how, progress).await;
         if let Some(w) = watch {
             w.finish(
@@ -330,7 +326,9 @@ impl Inner {
         let answer = async {
             match &self.link {
                 Link::Stdio(s) => self.stdio_request(s, id, line, call).await,
-                Link::Http(h) => self.http_request(h, id, line, call).await,
+                // Boxed: the HTTP exchange's future is large, and a stdio request should not
+                // carry its size.
+                Link::Http(h) => Box::pin(self.http_request(h, id, line, call)).await,
             }
         };
         let timer = async {
@@ -361,7 +359,7 @@ impl Inner {
                     self.cancel_upstream(id, &call.method, "timed out");
                 }
                 return Err(ClientError::Timeout {
-                    method: call.method.clone(),
+                    method: call.method.to_string(),
                     after: how.timeout.unwrap_or_default(),
                 });
             }
@@ -370,7 +368,7 @@ impl Inner {
                 if how.cancel_upstream {
                     self.cancel_upstream(id, &call.method, "cancelled by the client");
                 }
-                return Err(ClientError::Cancelled { method: call.method.clone() });
+                return Err(ClientError::Cancelled { method: call.method.to_string() });
             }
         };
         on_drop.armed = false;
@@ -381,7 +379,7 @@ impl Inner {
     }
 
     /// The `_meta` entries of every modern request, made once per protocol version.
-    fn modern_meta(&self) -> Arc<Map<String, Value>> {
+    fn modern_meta(&self) -> SharedMeta {
         let version = self.state.read().version;
         let mut cached = self.modern_meta.lock();
         if let Some((v, m)) = &*cached
@@ -389,7 +387,7 @@ impl Inner {
         {
             return m.clone();
         }
-        let m = Arc::new(self.make_modern_meta(version));
+        let m = Arc::new(envelope::FixedMeta::new(self.make_modern_meta(version)));
         *cached = Some((version, m.clone()));
         m
     }
