@@ -13,6 +13,7 @@ Modes for era detection (the first argument):
     --silent            never answers unknown methods
     --exact             also lists `exact`, whose result holds an integer no float can
                         hold and a member no schema names, to see it passed on unchanged
+    --not-object        also lists `not_object`, whose result is an array
 """
 
 import json
@@ -71,7 +72,18 @@ if MODE == "--exact":
         }
     )
 
+if MODE == "--not-object":
+    TOOLS.append(
+        {
+            "name": "not_object",
+            "description": "Return an array where a result object belongs.",
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": True},
+        }
+    )
+
 RESULTS = {
+    "not_object": [1, 2],
     "exact": {
         "content": [{"type": "text", "text": "{\"n\": 123456789012345678901234567890}"}],
         "structuredContent": {"n": 123456789012345678901234567890},

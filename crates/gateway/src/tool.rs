@@ -35,7 +35,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, ProgressFn};
 use toolwright_jsonrpc::ErrorObject;
-use toolwright_protocol::{CallToolResult, LoggingLevel, ProtocolVersion};
+use toolwright_protocol::{COMPLETE_FIRST, CallToolResult, LoggingLevel, ProtocolVersion};
 use toolwright_schema::format_violations;
 use toolwright_server::{
     ClientRequestError, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
@@ -238,6 +238,8 @@ impl UpstreamTool {
             cancel: Some(cancel),
             on_request: Some(asker.clone() as Arc<dyn PeerHandler>),
             observer: crate::observe::Watcher::call(ctx, &self.upstream),
+            // Read once, below, for everything the gateway and the client check.
+            result_checked_by_caller: true,
         };
         // An earlier run of this call left the upstream's task waiting for answers: this
         // run goes on with it.
@@ -277,8 +279,24 @@ impl UpstreamTool {
                 Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
             };
             // Read once: what the result asks of the gateway, and what passing it on needs.
+            if !raw.get().trim_start().starts_with('{') {
+                return Err(ToolError::Failed(format!(
+                    "upstream {} sent a tools/call result that is not an object: {}",
+                    self.server(),
+                    raw.get()
+                )));
+            }
             let head: Head<'_> = serde_json::from_str(raw.get())
                 .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
+            if peer.era() == Era::Modern
+                && let Some(t) = head.result_type.as_deref()
+                && !matches!(t, "complete" | "input_required" | "task")
+            {
+                return Err(ToolError::Failed(format!(
+                    "upstream {} sent a tools/call result of an unknown resultType \"{t}\"",
+                    self.server()
+                )));
+            }
             match head.kind() {
                 ResultKind::Final => {
                     let passed = self.decide(&head, raw.get(), peer.protocol_version(), ctx);
@@ -419,6 +437,9 @@ impl UpstreamTool {
         };
         let text = match sent {
             Some(AsSent::Same) => raw,
+            Some(AsSent::WithoutResultType) => {
+                return Ok(CallToolResult::forwarded_without_result_type(raw, is_error));
+            }
             Some(AsSent::Changed(t)) => match RawValue::from_string(t) {
                 Ok(t) => t,
                 Err(_) => return self.rebuilt(&raw),
@@ -482,10 +503,6 @@ enum Passed {
     },
 }
 
-/// How a modern result starts when its server writes `resultType` first, as toolwright
-/// does: the one form the gateway changes as text.
-const COMPLETE_FIRST: &str = "{\"resultType\":\"complete\",";
-
 impl Head<'_> {
     /// What the result asks of the gateway.
     pub(crate) fn kind(&self) -> ResultKind {
@@ -527,8 +544,9 @@ impl Head<'_> {
                 }
                 AsSent::Changed(format!("{COMPLETE_FIRST}{rest}"))
             }
-            (false, Some("complete")) => {
-                AsSent::Changed(format!("{{{}", text.strip_prefix(COMPLETE_FIRST)?))
+            // Only the form the server can take off as it writes: `resultType` first.
+            (false, Some("complete")) if text.starts_with(COMPLETE_FIRST) => {
+                AsSent::WithoutResultType
             }
             _ => return None,
         })
@@ -539,8 +557,11 @@ impl Head<'_> {
 enum AsSent {
     /// As the upstream wrote it.
     Same,
-    /// With its `resultType` added or taken off.
+    /// With its `resultType` added.
     Changed(String),
+    /// As the upstream wrote it, but for the `resultType` first in it, which the server
+    /// leaves out as it writes the result (see `COMPLETE_FIRST`).
+    WithoutResultType,
 }
 
 /// Relays the upstream's progress to this call's client, when it asked for progress.

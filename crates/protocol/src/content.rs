@@ -198,7 +198,17 @@ pub struct CallToolResult {
     /// the other fields hold only `is_error` (see [`forwarded`](Self::forwarded)).
     #[serde(skip)]
     pub forwarded: Option<JsonText>,
+    /// With `forwarded`: the text starts with [`COMPLETE_FIRST`], a member this request's
+    /// legacy client must not get, and the server writes the text without it (a text that
+    /// does not start so is written whole). Passing the text on as it came saves checking
+    /// a copy of it again (see [`forwarded_without_result_type`](Self::forwarded_without_result_type)).
+    #[serde(skip)]
+    pub forwarded_without_result_type: bool,
 }
+
+/// How a modern result starts when its server writes `resultType` first, as toolwright
+/// does.
+pub const COMPLETE_FIRST: &str = "{\"resultType\":\"complete\",";
 
 /// JSON text, kept as written.
 #[derive(Debug, Clone)]
@@ -264,6 +274,18 @@ impl CallToolResult {
             is_error: is_error.then_some(true),
             forwarded: Some(JsonText(text)),
             ..Default::default()
+        }
+    }
+
+    /// [`forwarded`](Self::forwarded) text that starts with [`COMPLETE_FIRST`], for a
+    /// legacy client: the server writes it without that member.
+    pub fn forwarded_without_result_type(
+        text: Box<serde_json::value::RawValue>,
+        is_error: bool,
+    ) -> Self {
+        CallToolResult {
+            forwarded_without_result_type: true,
+            ..Self::forwarded(text, is_error)
         }
     }
 

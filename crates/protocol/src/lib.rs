@@ -37,7 +37,9 @@ pub mod skills;
 pub mod tool;
 pub mod version;
 
-pub use content::{CallToolResult, Content, ContentAnnotations, JsonText, ResourceContents, Role};
+pub use content::{
+    COMPLETE_FIRST, CallToolResult, Content, ContentAnnotations, JsonText, ResourceContents, Role,
+};
 pub use error::{ParamHeaderError, ToolNameError};
 pub use headers::{ParamHeader, ParamHeaders};
 pub use lifecycle::{

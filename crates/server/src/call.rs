@@ -490,8 +490,17 @@ impl Server {
             Ok(Ok(r)) => r,
         };
         if let Some(text) = result.forwarded.take() {
-            // Passed on as it came (the tool checked it); only the id is this request's.
-            let line = reply::forwarded_result_line(id, text.get());
+            // Passed on as it came (the tool checked it); only the id is this request's, and
+            // a legacy client's result loses the modern `resultType` its tool asked to drop.
+            let text = text.get();
+            let dropped = result
+                .forwarded_without_result_type
+                .then(|| text.strip_prefix(toolwright_protocol::COMPLETE_FIRST))
+                .flatten();
+            let line = match dropped {
+                Some(rest) => reply::forwarded_result_line(id, &["{", rest]),
+                None => reply::forwarded_result_line(id, &[text]),
+            };
             return Some(Reply::call(line, result.is_error()));
         }
         if !result.is_error() {

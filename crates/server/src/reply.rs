@@ -200,22 +200,25 @@ impl Handled {
 }
 
 /// A result line around JSON this crate serialized itself (so it is known to be valid and
-/// single-line), without parsing it again.
-fn raw_result_line(id: &RequestId, result: &[u8]) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(result.len() + 48);
+/// single-line), without parsing it again; the result is `parts` one after the other.
+fn raw_result_line<P: AsRef<[u8]>>(id: &RequestId, parts: &[P]) -> Vec<u8> {
+    let len: usize = parts.iter().map(|p| p.as_ref().len()).sum();
+    let mut buf = Vec::with_capacity(len + 48);
     buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     id.write_json(&mut buf);
     buf.extend_from_slice(b",\"result\":");
-    buf.extend_from_slice(result);
+    for p in parts {
+        buf.extend_from_slice(p.as_ref());
+    }
     buf.extend_from_slice(b"}\n");
     buf
 }
 
-/// The result line of a result passed on as another server wrote it: that text, with any
-/// raw newline in it (whitespace between tokens, since JSON strings escape theirs) made a
-/// space, so it stays one line on stdio.
-pub(crate) fn forwarded_result_line(id: &RequestId, result: &str) -> Vec<u8> {
-    let mut line = raw_result_line(id, result.as_bytes());
+/// The result line of a result passed on as another server wrote it: that text (`parts`
+/// one after the other), with any raw newline in it (whitespace between tokens, since JSON
+/// strings escape theirs) made a space, so it stays one line on stdio.
+pub(crate) fn forwarded_result_line(id: &RequestId, parts: &[&str]) -> Vec<u8> {
+    let mut line = raw_result_line(id, parts);
     let body = line.len() - 2;
     for b in &mut line[..body] {
         if *b == b'\n' {
@@ -291,10 +294,8 @@ pub(crate) fn call_result_line(id: &RequestId, era: &Era, r: &CallToolResult) ->
     if era.is_modern() {
         // `{` + `"resultType":"complete",` + the rest of the object.
         let body = serde_json::to_vec(r).expect("a CallToolResult serializes");
-        let mut with_type = Vec::with_capacity(body.len() + 26);
-        with_type.extend_from_slice(b"{\"resultType\":\"complete\",");
-        with_type.extend_from_slice(&body[1..]);
-        return raw_result_line(id, &with_type);
+        let first = toolwright_protocol::COMPLETE_FIRST.as_bytes();
+        return raw_result_line(id, &[first, &body[1..]]);
     }
     let mut buf = Vec::with_capacity(160);
     jsonrpc::write_result(&mut buf, id, r).expect("a CallToolResult serializes");
@@ -415,6 +416,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A forwarded result is written as its parts, raw newlines made spaces; a modern
+    /// result's leading `resultType` is left out by writing the rest after a `{`.
+    #[test]
+    fn a_forwarded_result_is_written_from_its_parts() {
+        let id = RequestId::Number(3);
+        let text = "{\"resultType\":\"complete\",\"content\":[],\n\"isError\":false}";
+        let rest = text
+            .strip_prefix(toolwright_protocol::COMPLETE_FIRST)
+            .unwrap();
+        let line = forwarded_result_line(&id, &["{", rest]);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[], \"isError\":false}}\n"
+        );
+        let whole = forwarded_result_line(&id, &[text]);
+        let v: Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(v["result"]["resultType"], "complete");
+        assert_eq!(whole.iter().filter(|&&b| b == b'\n').count(), 1);
     }
 
     #[test]

@@ -1068,6 +1068,38 @@ fn a_result_is_passed_on_as_the_upstream_wrote_it() {
     );
 }
 
+/// An upstream result that is not an object is a failed call, named as such, and the
+/// gateway goes on serving: the gateway reads the result once for itself and the client
+/// (which then leaves it unread).
+#[test]
+fn a_result_that_is_not_an_object_fails_the_call_only() {
+    let Some(breaker) = contract_breaker(Some("--not-object")) else {
+        return;
+    };
+    let gw = Gateway::new(json!({"up": stdio_spec(&breaker, json!({"trust": "trusted"}))}));
+    let mut raw = Server::start(&["--config", &s(&gw.path)]).handshake("2025-11-25");
+    let mut call = |name: &str| {
+        let id = raw.next_id();
+        raw.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}}}));
+        loop {
+            let v: Value = serde_json::from_str(&raw.recv_line()).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    let bad = call("up__not_object");
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    let text = bad["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("upstream up sent a tools/call result that is not an object: [1, 2]"),
+        "{text}"
+    );
+    let good = call("up__peek");
+    assert_eq!(good["result"]["content"][0]["text"], "peeked", "{good}");
+}
+
 // ---------------------------------------------------------------- fixed arguments
 
 #[test]

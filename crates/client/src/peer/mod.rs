@@ -165,6 +165,10 @@ pub struct Call {
     /// What watches this request instead of the peer's [`PeerOptions::observer`] (for
     /// example one that knows the span the request is made for).
     pub observer: Option<Arc<dyn Observer>>,
+    /// The caller reads the whole result itself and checks what this client would (that
+    /// it is an object, and a modern `resultType` one it knows): the client then passes
+    /// the result on without a read of its own.
+    pub result_checked_by_caller: bool,
 }
 
 impl Call {
