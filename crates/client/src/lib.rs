@@ -55,7 +55,7 @@ pub use elicit::ElicitAnswer;
 pub use error::{ClientError, TlsFailure, TrustConfigError};
 pub use peer::{
     BoxFuture, Call, NoHandler, Observer, Outcome, Outgoing, Peer, PeerHandler, PeerOptions,
-    ProgressFn, Watch,
+    ProgressFn, Watch, known_result_type,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use trust::TrustConfig;

@@ -12,6 +12,8 @@
 //! - [`chain`]: a gateway never starts itself (the chain of gateways above a process),
 //!   and the bound on upstream processes.
 //! - [`tool`]: [`UpstreamTool`], the call path (policy, contracts, era bridging).
+//! - `result.rs`: an upstream's `tools/call` result read once: what it asks of the call
+//!   (final, questions, a task) and the form it goes on in.
 //! - `park.rs`: a legacy upstream's call kept waiting across a modern client's
 //!   `input_required` round trip.
 //! - `task.rs`: an upstream call the upstream runs as a task (the Tasks extension), polled
@@ -52,6 +54,7 @@ pub mod pin;
 mod plan;
 pub mod policy;
 mod reload;
+mod result;
 mod skills;
 mod task;
 pub mod tool;

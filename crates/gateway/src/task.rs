@@ -70,18 +70,6 @@ impl Resumed {
     }
 }
 
-/// What an upstream's `tools/call` result asks of the gateway, read with the rest of its head
-/// (`tool::Head::kind`) in one pass over it.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum ResultKind {
-    /// The call's result (or something that is no result: the caller finds out).
-    Final,
-    /// A modern round of questions (`resultType: input_required`).
-    AsksForInput,
-    /// A `CreateTaskResult`: the upstream runs the call as this task.
-    Task(String),
-}
-
 /// What the gateway reads of an upstream's `tasks/get` answer.
 #[derive(Deserialize)]
 struct Polled {
@@ -308,42 +296,5 @@ impl UpstreamTask<'_> {
             return Err(ToolError::InputRequired);
         }
         Ok(answers)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn raw(s: &str) -> Box<RawValue> {
-        RawValue::from_string(s.to_owned()).unwrap()
-    }
-
-    #[test]
-    fn a_result_says_what_it_asks_in_one_read() {
-        let t = |s: &str| {
-            let raw = raw(s);
-            serde_json::from_str::<crate::tool::Head<'_>>(raw.get())
-                .map_or(ResultKind::Final, |h| h.kind())
-        };
-        assert_eq!(
-            t(r#"{"resultType":"task","taskId":"ab12","status":"working"}"#),
-            ResultKind::Task("ab12".into())
-        );
-        assert_eq!(
-            t(r#"{"resultType":"task","taskId":"a\"b"}"#),
-            ResultKind::Task("a\"b".into())
-        );
-        assert_eq!(
-            t(r#"{"resultType":"complete","content":[]}"#),
-            ResultKind::Final
-        );
-        assert_eq!(t(r#"{"content":[],"taskId":"x"}"#), ResultKind::Final);
-        assert_eq!(t(r#"{"resultType":"task"}"#), ResultKind::Final);
-        assert_eq!(
-            t(r#"{"inputRequests":{},"resultType":"input_required"}"#),
-            ResultKind::AsksForInput
-        );
-        assert_eq!(t("[1]"), ResultKind::Final);
     }
 }

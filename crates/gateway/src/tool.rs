@@ -26,16 +26,14 @@
 //! upstream when this call is.
 
 use crate::install::Prepared;
-use crate::task::ResultKind;
+use crate::result::{AsSent, Head, ResultKind, Unreadable};
 use crate::upstream::Upstream;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use std::borrow::Cow;
 use std::sync::Arc;
 use toolwright_client::{BoxFuture, Call, ClientError, Era, PeerHandler, ProgressFn};
 use toolwright_jsonrpc::ErrorObject;
-use toolwright_protocol::{COMPLETE_FIRST, CallToolResult, LoggingLevel, ProtocolVersion};
+use toolwright_protocol::{CallToolResult, LoggingLevel, ProtocolVersion};
 use toolwright_schema::format_violations;
 use toolwright_server::{
     ClientRequestError, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
@@ -279,24 +277,8 @@ impl UpstreamTool {
                 Err(e) => return Err(ToolError::Failed(self.upstream_failure(&e))),
             };
             // Read once: what the result asks of the gateway, and what passing it on needs.
-            if !raw.get().trim_start().starts_with('{') {
-                return Err(ToolError::Failed(format!(
-                    "upstream {} sent a tools/call result that is not an object: {}",
-                    self.server(),
-                    raw.get()
-                )));
-            }
-            let head: Head<'_> = serde_json::from_str(raw.get())
-                .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
-            if peer.era() == Era::Modern
-                && let Some(t) = head.result_type.as_deref()
-                && !matches!(t, "complete" | "input_required" | "task")
-            {
-                return Err(ToolError::Failed(format!(
-                    "upstream {} sent a tools/call result of an unknown resultType \"{t}\"",
-                    self.server()
-                )));
-            }
+            let head = Head::read(raw.get(), peer.era())
+                .map_err(|why| ToolError::Failed(self.unreadable(&why)))?;
             match head.kind() {
                 ResultKind::Final => {
                     let passed = self.decide(&head, raw.get(), peer.protocol_version(), ctx);
@@ -311,7 +293,7 @@ impl UpstreamTool {
                 ResultKind::AsksForInput => {}
             }
             let value: Value = serde_json::from_str(raw.get())
-                .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
+                .map_err(|e| ToolError::Failed(self.not_a_result(e)))?;
             let answers = Box::pin(answer_inputs(&value, ctx)).await?;
             let obj = call.params.as_object_mut().expect("params are an object");
             obj.insert("inputResponses".into(), Value::Object(answers));
@@ -345,11 +327,12 @@ impl UpstreamTool {
         }
     }
 
-    fn not_a_result(&self, e: &serde_json::Error) -> String {
-        format!(
-            "upstream {} sent a tools/call result that is not a CallToolResult: {e}",
-            self.server()
-        )
+    fn not_a_result(&self, e: serde_json::Error) -> String {
+        self.unreadable(&Unreadable::NotAResult(e))
+    }
+
+    fn unreadable(&self, why: &Unreadable) -> String {
+        format!("upstream {} sent a tools/call result {why}", self.server())
     }
 
     /// The headers of the call: a modern HTTP upstream wants its `x-mcp-header` arguments
@@ -391,8 +374,8 @@ impl UpstreamTool {
         upstream: ProtocolVersion,
         ctx: &ToolContext,
     ) -> Result<CallToolResult, ToolError> {
-        let head: Head<'_> = serde_json::from_str(raw.get())
-            .map_err(|e| ToolError::Failed(self.not_a_result(&e)))?;
+        let head: Head<'_> =
+            serde_json::from_str(raw.get()).map_err(|e| ToolError::Failed(self.not_a_result(e)))?;
         let passed = self.decide(&head, raw.get(), upstream, ctx);
         drop(head);
         self.deliver(raw, passed)
@@ -451,7 +434,7 @@ impl UpstreamTool {
 
     /// The result built from the upstream's text, for a client that cannot take it as sent.
     fn rebuilt(&self, raw: &RawValue) -> Result<CallToolResult, ToolError> {
-        serde_json::from_str(raw.get()).map_err(|e| ToolError::Failed(self.not_a_result(&e)))
+        serde_json::from_str(raw.get()).map_err(|e| ToolError::Failed(self.not_a_result(e)))
     }
 
     /// What is wrong with the `structuredContent` of a successful result, if the upstream
@@ -476,22 +459,6 @@ impl UpstreamTool {
     }
 }
 
-/// The members of an upstream's `tools/call` result the gateway reads before passing it
-/// on; the rest stays text.
-#[derive(Deserialize)]
-pub(crate) struct Head<'a> {
-    #[serde(rename = "resultType", borrow, default)]
-    result_type: Option<Cow<'a, str>>,
-    #[serde(rename = "isError", default)]
-    is_error: Option<bool>,
-    #[serde(rename = "structuredContent", borrow, default)]
-    structured: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    #[serde(rename = "taskId", borrow, default)]
-    task_id: Option<Cow<'a, str>>,
-}
-
 /// What [`UpstreamTool::decide`] settled on for a final result.
 enum Passed {
     /// The result broke the tool's contract: this error goes instead.
@@ -501,67 +468,6 @@ enum Passed {
         is_error: bool,
         sent: Option<AsSent>,
     },
-}
-
-impl Head<'_> {
-    /// What the result asks of the gateway.
-    pub(crate) fn kind(&self) -> ResultKind {
-        match (self.result_type.as_deref(), &self.task_id) {
-            (Some("task"), Some(id)) => ResultKind::Task(id.clone().into_owned()),
-            (Some("input_required"), _) => ResultKind::AsksForInput,
-            _ => ResultKind::Final,
-        }
-    }
-
-    /// The result as a client of `client`'s version gets it from an upstream of
-    /// `upstream`'s, made from `text` without building it, or `None` when it must be
-    /// rebuilt: content of kinds the client knows (the upstream is not newer, or the client
-    /// has `structuredContent` and resource links), text beside any `structuredContent`
-    /// (else the server adds it), and the era's `resultType`: kept for a modern client
-    /// (added when a legacy upstream sent none), absent for a legacy one (taken off when
-    /// the upstream wrote it first).
-    fn as_sent_to(
-        &self,
-        text: &str,
-        client: ProtocolVersion,
-        upstream: ProtocolVersion,
-    ) -> Option<AsSent> {
-        let has_text = self.content.is_some_and(|c| {
-            c.get()
-                .trim_start_matches(['[', ' ', '\n', '\r', '\t'])
-                .starts_with('{')
-        });
-        let known = upstream <= client || client.has_structured_content();
-        if !known || self.structured.is_some() && !(has_text && client.has_structured_content()) {
-            return None;
-        }
-        Some(match (client.is_modern(), self.result_type.as_deref()) {
-            (true, Some("complete")) | (false, None) => AsSent::Same,
-            (true, None) => {
-                let rest = text.trim_start().strip_prefix('{')?;
-                if rest.trim_start().starts_with('}') {
-                    return None;
-                }
-                AsSent::Changed(format!("{COMPLETE_FIRST}{rest}"))
-            }
-            // Only the form the server can take off as it writes: `resultType` first.
-            (false, Some("complete")) if text.starts_with(COMPLETE_FIRST) => {
-                AsSent::WithoutResultType
-            }
-            _ => return None,
-        })
-    }
-}
-
-/// A result as it goes to this call's client.
-enum AsSent {
-    /// As the upstream wrote it.
-    Same,
-    /// With its `resultType` added.
-    Changed(String),
-    /// As the upstream wrote it, but for the `resultType` first in it, which the server
-    /// leaves out as it writes the result (see `COMPLETE_FIRST`).
-    WithoutResultType,
 }
 
 /// Relays the upstream's progress to this call's client, when it asked for progress.

@@ -39,6 +39,7 @@ mod route;
 mod stdio;
 
 pub use observe::{Observer, Outcome, Outgoing, Watch};
+pub use route::known_result_type;
 
 use std::borrow::Cow;
 use std::future::Future;

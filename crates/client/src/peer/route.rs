@@ -610,11 +610,15 @@ fn check_result(method: &str, era: Era, raw: &RawValue) -> Result<(), ClientErro
         serde_json::from_str(text).map_err(|e| malformed(method, e.to_string()))?;
     if era == Era::Modern
         && let Some(t) = head.result_type
-        && t != "complete"
-        && t != "input_required"
-        && t != "task"
+        && !known_result_type(&t)
     {
         return Err(malformed(method, format!("unknown resultType \"{t}\"")));
     }
     Ok(())
+}
+
+/// A modern result's `resultType` this client knows: what a caller that reads results
+/// itself ([`Call::result_checked_by_caller`](super::Call::result_checked_by_caller)) checks.
+pub fn known_result_type(result_type: &str) -> bool {
+    matches!(result_type, "complete" | "input_required" | "task")
 }
